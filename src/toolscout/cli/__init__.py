@@ -1,0 +1,77 @@
+"""The ``toolscout`` command: arguments -> Settings -> Engine -> rendering.
+
+Each command module registers itself on :data:`app`; this module maps errors to exit codes in
+one table so no command prints a traceback for anything a user did.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import typer
+from rich.console import Console
+
+from toolscout.errors import (
+    ConfigError,
+    EmbedError,
+    EnrichError,
+    IngestError,
+    QueryError,
+    SkillError,
+    StoreError,
+    ToolNotFound,
+    ToolscoutError,
+)
+
+app = typer.Typer(
+    name="toolscout",
+    help="Find the right tools for an AI agent: index tool catalogs, search them.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err_console = Console(stderr=True)
+
+#: One table: error class -> process exit code (first match wins, most specific first).
+EXIT_CODES: tuple[tuple[type[ToolscoutError], int], ...] = (
+    (ToolNotFound, 4),
+    (QueryError, 2),
+    (ConfigError, 3),
+    (IngestError, 5),
+    (StoreError, 6),
+    (EmbedError, 7),
+    (EnrichError, 8),
+    (SkillError, 9),
+    (ToolscoutError, 1),
+)
+
+
+def exit_code(exc: ToolscoutError) -> int:
+    return next(code for cls, code in EXIT_CODES if isinstance(exc, cls))
+
+
+def _register() -> None:
+    # Importing a command module adds its commands to ``app``.
+    from toolscout.cli import core  # noqa: F401
+
+    for optional in ("skills", "serve", "sync", "enrich", "db"):
+        try:
+            __import__(f"toolscout.cli.{optional}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"toolscout.cli.{optional}":
+                raise
+
+
+def main() -> None:
+    """Entry point: run the app, turning toolscout errors into a message and an exit code."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    _register()
+    try:
+        app()  # click's standalone mode handles usage errors and exit codes
+    except ToolscoutError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+        sys.exit(exit_code(exc))
+    except KeyboardInterrupt:
+        sys.exit(130)

@@ -1,0 +1,203 @@
+"""Core commands: index, search, info, eval."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from importlib import resources
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from toolscout.cli import app, console, err_console
+from toolscout.cli.options import DbOption, JsonOption, open_engine
+from toolscout.errors import IngestError
+from toolscout.eval.run import Report, evaluate, index_dataset
+from toolscout.ingest.jsonfile import CatalogFile
+from toolscout.ingest.sources import Loaded
+from toolscout.models import IndexReport, SearchMode
+
+BUILTIN = "starter_catalog.json"
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("[bold]embedding"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    )
+
+
+def _catalog_files(paths: list[Path]) -> list[Path]:
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(sorted(p for p in path.rglob("*") if p.suffix in (".json", ".jsonl")))
+        elif path.exists():
+            files.append(path)
+        else:
+            raise IngestError(f"{path}: no such file or directory")
+    return files
+
+
+def _print_report(report: IndexReport, as_json: bool) -> None:
+    if as_json:
+        console.print_json(json.dumps(report.to_dict()))
+        return
+    console.print(
+        f"added [green]{report.added}[/], updated [yellow]{report.updated}[/], "
+        f"unchanged {report.unchanged}, deleted {report.deleted}, "
+        f"skipped [red]{len(report.skipped)}[/]"
+    )
+    for problem in report.skipped[:50]:
+        console.print(f"  skipped {problem}", highlight=False, markup=False)
+    if len(report.skipped) > 50:
+        console.print(f"  ... and {len(report.skipped) - 50} more")
+
+
+@app.command()
+def index(
+    paths: Annotated[list[Path] | None, typer.Argument(help="Catalog files or folders.")] = None,
+    db: DbOption = None,
+    builtin: Annotated[bool, typer.Option(help="Index the built-in starter catalog.")] = False,
+    server: Annotated[str | None, typer.Option(help="Server name for entries without one.")] = None,
+    prune: Annotated[bool, typer.Option(help="Delete tools these files no longer list.")] = False,
+    rebuild: Annotated[
+        bool, typer.Option(help="Drop the index first (e.g. after changing the model).")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Index catalog files (MCP tools/list, OpenAI, Anthropic or JSONL tools). Unchanged tools
+    are not re-embedded."""
+    files = _catalog_files(list(paths or []))
+    if builtin:
+        files.append(Path(str(resources.files("toolscout.data").joinpath(BUILTIN))))
+    if not files:
+        raise IngestError("index: give catalog files or folders, or --builtin")
+    if rebuild:
+        from toolscout.store.base import open_store
+
+        from toolscout.cli.options import settings as _settings
+
+        store = open_store(_settings(db).db)
+        reset = getattr(store, "reset", None)
+        if reset is not None:
+            reset()
+        store.close()
+    engine = open_engine(db)
+    try:
+        loads: list[Loaded] = []
+        for file in files:
+            source = "builtin" if file.name == BUILTIN and builtin else None
+            try:
+                loads.append(CatalogFile(file, server=server, source=source).read())
+            except IngestError as exc:
+                err_console.print(f"[red]skipped file[/] {exc}", highlight=False)
+        with _progress() as bar:
+            task = bar.add_task("embed", total=None)
+            report = engine.index(
+                loads, prune=prune, progress=lambda done, total: bar.update(task, completed=done, total=total)
+            )
+        _print_report(report, as_json)
+    finally:
+        engine.close()
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="What the agent wants to do.")],
+    db: DbOption = None,
+    mode: Annotated[SearchMode, typer.Option(help="Retrieval legs.")] = SearchMode.HYBRID,
+    limit: Annotated[int, typer.Option(min=1, max=50)] = 5,
+    server: Annotated[list[str] | None, typer.Option(help="Only these servers.")] = None,
+    source: Annotated[list[str] | None, typer.Option(help="Only these sources.")] = None,
+    item_type: Annotated[list[str] | None, typer.Option(help="tool, prompt or resource.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Search the index."""
+    engine = open_engine(db)
+    try:
+        result = engine.search(
+            query, mode=mode, limit=limit, servers=server, sources=source, item_types=item_type
+        )
+    finally:
+        engine.close()
+    if as_json:
+        payload = {
+            "query": result.query,
+            "mode": result.mode.value,
+            "hits": [
+                {**h.tool.to_dict(include_schemas=False), "score": round(h.score, 6)}
+                for h in result.hits
+            ],
+            "timings_ms": {k: round(v, 3) for k, v in result.timings_ms.items()},
+        }
+        console.print_json(json.dumps(payload))
+        return
+    table = Table(title=f"{query!r} ({result.mode.value}, {result.timings_ms['total_ms']:.1f} ms)")
+    for column in ("score", "id", "description"):
+        table.add_column(column, overflow="fold")
+    for hit in result.hits:
+        table.add_row(f"{hit.score:.3f}", hit.tool.id, hit.tool.description[:120])
+    console.print(table)
+
+
+@app.command()
+def info(db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Show counts, model and store location."""
+    engine = open_engine(db)
+    try:
+        data = engine.info()
+    finally:
+        engine.close()
+    if as_json:
+        console.print_json(json.dumps(data))
+        return
+    for key, value in data.items():
+        console.print(f"[bold]{key}[/]: {value}", highlight=False)
+
+
+def _print_eval(report: Report) -> None:
+    table = Table(title=f"{report.dataset} ({report.mode}, {report.queries} queries)")
+    cols = ["subset"] + [f"{m}@{k}" for m in ("recall", "hit", "complete", "ndcg") for k in (1, 3, 5, 10)]
+    for c in cols:
+        table.add_column(c, justify="right")
+    rows = [("ALL", report.overall), *report.groups.items()]
+    for name, metrics in rows:
+        table.add_row(name, *(f"{100 * metrics[c]:.1f}" for c in cols[1:]))
+    console.print(table)
+    lat = ", ".join(f"{k} {v:.1f} ms" for k, v in report.latency_ms.items())
+    console.print(f"search latency: {lat}")
+
+
+@app.command("eval")
+def eval_(
+    set_dir: Annotated[Path, typer.Argument(help="Folder with tools.jsonl and queries.jsonl.")],
+    db: DbOption = None,
+    mode: Annotated[SearchMode, typer.Option()] = SearchMode.HYBRID,
+    reuse: Annotated[bool, typer.Option(help="Search the --db index as it is (no indexing).")] = False,
+    group: Annotated[str | None, typer.Option(help="Query field to report per subset.")] = None,
+    run_file: Annotated[Path | None, typer.Option(help="Write each query's ranking (JSONL).")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Measure recall/hit/complete/nDCG@1,3,5,10 and latency on a dataset."""
+    with tempfile.TemporaryDirectory(prefix="toolscout-eval-") as tmp:
+        engine = open_engine(db if (db or reuse) else str(Path(tmp) / "eval.db"))
+        try:
+            if not reuse:
+                with _progress() as bar:
+                    task = bar.add_task("embed", total=None)
+                    index_dataset(engine, set_dir, lambda d, t: bar.update(task, completed=d, total=t))
+            report = evaluate(engine, set_dir, mode=mode, group_field=group, run_file=run_file)
+        finally:
+            engine.close()
+    if as_json:
+        console.print_json(json.dumps(report.to_dict()))
+    else:
+        _print_eval(report)

@@ -1,0 +1,120 @@
+"""Settings: the only place that reads environment variables and the configuration file.
+
+Sources, highest priority first: explicit arguments, ``TOOLSCOUT_*`` environment variables, the
+file named by ``TOOLSCOUT_CONFIG`` (TOML or YAML), defaults.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+    YamlConfigSettingsSource,
+)
+
+from toolscout.errors import ConfigError
+
+
+def default_db() -> str:
+    return str(Path(platformdirs.user_data_dir("toolscout")) / "index.db")
+
+
+def default_cache_dir() -> str:
+    return str(Path(platformdirs.user_cache_dir("toolscout")))
+
+
+class McpServerConfig(BaseModel):
+    """One MCP server the operator configured (launch commands come only from here)."""
+
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    url: str | None = None
+
+
+class Settings(BaseSettings):
+    """Everything configurable about toolscout."""
+
+    model_config = SettingsConfigDict(env_prefix="TOOLSCOUT_", extra="forbid")
+
+    db: str = Field(default_factory=default_db, description="SQLite path or store URL")
+    embed_model: str = "local:minilm-l6-int8"
+    embed_base_url: str | None = None
+    embed_api_key: str | None = None
+    embed_dim: int | None = None
+    embed_threads: int | None = None
+    embed_cache: bool = True
+    cache_dir: str = Field(default_factory=default_cache_dir)
+
+    fusion: str = "adaptive"
+    lexical_weight: float = 1.0
+    vector_weight: float = 1.0
+    rrf_k: int = 60
+    field_weights: list[float] | None = None
+
+    llm_base_url: str | None = None
+    llm_model: str | None = None
+    llm_api_key: str | None = None
+    llm_timeout: float = 30.0
+    llm_retries: int = 2
+
+    api_key: str | None = None
+    read_key: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 8765
+
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    mcp_configs: list[str] = Field(default_factory=list)
+    tools_dirs: list[str] = Field(default_factory=list)
+    catalogs: list[str] = Field(default_factory=list)
+
+    @field_validator("fusion")
+    @classmethod
+    def _fusion(cls, value: str) -> str:
+        if value not in ("adaptive", "rrf", "score"):
+            raise ValueError("must be one of adaptive, rrf, score")
+        return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        path = os.environ.get("TOOLSCOUT_CONFIG")
+        if path:
+            if path.endswith((".yaml", ".yml")):
+                sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=path))
+            else:
+                sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
+        return tuple(sources)
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Build Settings; ``None`` overrides are ignored so CLI defaults do not mask env vars.
+
+    Raises:
+        ConfigError: naming each invalid field.
+    """
+    path = os.environ.get("TOOLSCOUT_CONFIG")
+    if path and not Path(path).is_file():
+        raise ConfigError(f"TOOLSCOUT_CONFIG: no such file {path!r}")
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as exc:
+        details = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        raise ConfigError(f"invalid settings: {details}") from exc

@@ -1,0 +1,5 @@
+"""Embedders: the offline default (:mod:`.local`) and remote APIs via pydantic-ai (:mod:`.remote`)."""
+
+from toolscout.embed.base import Embedder, open_embedder
+
+__all__ = ["Embedder", "open_embedder"]

@@ -1,0 +1,80 @@
+"""The Embedder protocol and the factory that picks one from a model spec.
+
+Model specs: ``local:minilm-l6-int8`` (default, offline) or ``<provider>:<model>`` for any
+embedding provider pydantic-ai knows (``openai:text-embedding-3-small``, ``cohere:...``,
+``google:...``); an OpenAI-compatible server is reached with ``openai:<model>`` plus a base URL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from toolscout.errors import ConfigError
+
+Vectors = NDArray[np.float32]
+
+DEFAULT_MODEL = "local:minilm-l6-int8"
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 rows; one call per batch."""
+
+    @property
+    def name(self) -> str:
+        """A stable identifier recorded in the index (model and variant)."""
+        ...
+
+    @property
+    def dim(self) -> int:
+        """Vector dimension."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Embed documents. Raises: EmbedError."""
+        ...
+
+    def embed_query(self, texts: Sequence[str]) -> Vectors:
+        """Embed search queries (some models treat them differently). Raises: EmbedError."""
+        ...
+
+
+def normalise_rows(matrix: NDArray[np.floating]) -> Vectors:
+    """Scale each row to unit length (zero rows stay zero)."""
+    m = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (m / norms).astype(np.float32)
+
+
+def open_embedder(
+    spec: str = DEFAULT_MODEL,
+    *,
+    threads: int | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    dim: int | None = None,
+) -> Embedder:
+    """Build the embedder named by ``spec``.
+
+    Raises:
+        ConfigError: the spec is malformed or names an unknown local model.
+        EmbedError: the model files cannot be loaded.
+    """
+    provider, sep, model = spec.partition(":")
+    if not sep or not model:
+        raise ConfigError(
+            f"embedding model {spec!r} must look like 'provider:model', "
+            f"e.g. {DEFAULT_MODEL!r} or 'openai:text-embedding-3-small'"
+        )
+    if provider == "local":
+        from toolscout.embed.local import load_local
+
+        return load_local(model, threads=threads)
+    from toolscout.embed.remote import RemoteEmbedder
+
+    return RemoteEmbedder(spec, base_url=base_url, api_key=api_key, dim=dim)

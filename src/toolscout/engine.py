@@ -1,0 +1,249 @@
+"""Engine: wires a store, an embedder and the searcher. Every adapter (CLI, HTTP, MCP) calls it.
+
+The engine is synchronous; async edges call it through a worker thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from toolscout.embed.base import Embedder, open_embedder
+from toolscout.embed.cache import CachedEmbedder
+from toolscout.errors import QueryError
+from toolscout.ingest.sources import Loaded
+from toolscout.models import (
+    Filters,
+    IndexReport,
+    ItemType,
+    Problem,
+    SearchHit,
+    SearchMode,
+    SearchResult,
+    Tool,
+)
+from toolscout.search.document import embed_text, lexical_fields
+from toolscout.search.hybrid import DEFAULT_FIELD_WEIGHTS, HybridSearcher, SearchConfig, check_query
+from toolscout.search.text import ANALYZER_VERSION
+from toolscout.store.base import IndexEntry, IndexIdentity, Store, open_store
+
+log = logging.getLogger("toolscout")
+
+Progress = Callable[[int, int], None]
+EMBED_CHUNK = 256
+MAX_LIMIT = 50
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A tool with the derived text the store needs."""
+
+    tool: Tool
+    fields: dict[str, str]
+    text: str
+    text_hash: str
+
+
+def prepare(tool: Tool, enrichment: dict[str, str] | None = None) -> Prepared:
+    import hashlib
+
+    fields = lexical_fields(tool, enrichment)
+    text = embed_text(tool, enrichment)
+    blob = text + "\x00" + "\x00".join(fields[k] for k in sorted(fields))
+    return Prepared(tool, fields, text, hashlib.sha256(blob.encode("utf-8")).hexdigest())
+
+
+class Engine:
+    """The toolscout library API."""
+
+    def __init__(
+        self, store: Store, embedder: Embedder, *, config: SearchConfig | None = None
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        store.bind(IndexIdentity(embedder.name, embedder.dim, ANALYZER_VERSION))
+        self.searcher = HybridSearcher(store, embedder, config)
+
+    @classmethod
+    def open(cls, settings: Any = None, **overrides: Any) -> Engine:
+        """Open the engine a :class:`~toolscout.config.Settings` describes.
+
+        Raises:
+            ConfigError, StoreError, EmbedError.
+        """
+        from toolscout.config import Settings, load_settings
+
+        s: Settings = settings if settings is not None else load_settings(**overrides)
+        embedder: Embedder = open_embedder(
+            s.embed_model,
+            threads=s.embed_threads,
+            base_url=s.embed_base_url,
+            api_key=s.embed_api_key,
+            dim=s.embed_dim,
+        )
+        if s.embed_cache:
+            embedder = CachedEmbedder(embedder, Path(s.cache_dir) / "vectors.sqlite")
+        store = open_store(s.db)
+        config = SearchConfig(
+            fusion=s.fusion,  # type: ignore[arg-type]  # validated by Settings
+            rrf_k=s.rrf_k,
+            lexical_weight=s.lexical_weight,
+            vector_weight=s.vector_weight,
+            field_weights=tuple(s.field_weights) if s.field_weights else DEFAULT_FIELD_WEIGHTS,
+        )
+        try:
+            return cls(store, embedder, config=config)
+        except Exception:
+            store.close()
+            raise
+
+    # -- indexing ---------------------------------------------------------------------------
+    def index(
+        self,
+        loads: Iterable[Loaded],
+        *,
+        prune: bool = False,
+        progress: Progress | None = None,
+    ) -> IndexReport:
+        """Add new tools, update changed ones, skip unchanged ones (no embedding for those).
+
+        With ``prune``, tools of each loaded source that the source no longer lists are deleted.
+        Raises:
+            StoreError, EmbedError. Nothing already indexed is lost on error: each chunk of
+            writes is one transaction.
+        """
+        report = IndexReport()
+        tools: dict[str, Tool] = {}
+        sources: set[str] = set()
+        for loaded in loads:
+            sources.add(loaded.source)
+            report.skipped.extend(loaded.problems)
+            for tool in loaded.tools:
+                if tool.id in tools:
+                    report.skipped.append(
+                        Problem(loaded.source, "id", f"duplicate id {tool.id!r}; kept the first")
+                    )
+                    continue
+                tools[tool.id] = tool
+        existing = self.store.hashes()
+        todo: list[Prepared] = []
+        for tool in tools.values():
+            prepared = prepare(tool)
+            old = existing.get(tool.id)
+            if old is None:
+                report.added += 1
+            elif old[1] != prepared.text_hash:
+                report.updated += 1
+            else:
+                report.unchanged += 1
+                continue
+            todo.append(prepared)
+        self._write(todo, report, progress)
+        if prune and sources:
+            gone = [
+                tid for tid in self.store.hashes(Filters(sources=tuple(sorted(sources))))
+                if tid not in tools
+            ]
+            report.deleted = self.store.delete(gone)
+        return report
+
+    def _write(self, todo: Sequence[Prepared], report: IndexReport, progress: Progress | None) -> None:
+        total = len(todo)
+        if progress:
+            progress(0, total)
+        # Longest texts together: batches pad less (the model sorts again inside a chunk).
+        ordered = sorted(todo, key=lambda p: len(p.text))
+        for start in range(0, total, EMBED_CHUNK):
+            chunk = ordered[start : start + EMBED_CHUNK]
+            vectors = self.embedder.embed([p.text for p in chunk])
+            report.embedded += len(chunk)
+            self.store.upsert(
+                [IndexEntry(p.tool, p.fields, vectors[i], p.text_hash) for i, p in enumerate(chunk)]
+            )
+            if progress:
+                progress(min(start + EMBED_CHUNK, total), total)
+
+    def delete(self, ids: Sequence[str]) -> int:
+        """Raises: StoreError."""
+        return self.store.delete(ids)
+
+    # -- search -----------------------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        *,
+        mode: SearchMode | str = SearchMode.HYBRID,
+        limit: int = 10,
+        servers: Sequence[str] | None = None,
+        sources: Sequence[str] | None = None,
+        item_types: Sequence[ItemType | str] | None = None,
+        filters: Filters | None = None,
+    ) -> SearchResult:
+        """Search the index.
+
+        Raises:
+            QueryError: empty/long query, limit outside 1..50, unknown mode or item type.
+        """
+        check_query(query)
+        mode = _parse_mode(mode)
+        if not 1 <= limit <= MAX_LIMIT:
+            raise QueryError("limit", f"must be between 1 and {MAX_LIMIT}, got {limit}")
+        if filters is None:
+            filters = Filters(
+                servers=tuple(servers) if servers else None,
+                sources=tuple(sources) if sources else None,
+                item_types=tuple(_parse_item_type(t) for t in item_types) if item_types else None,
+            )
+        t0 = time.perf_counter()
+        timings: dict[str, float] = {}
+        ranked = self.searcher.search(query, mode=mode, limit=limit, filters=filters, timings=timings)
+        tools = self.store.get_many([r.id for r in ranked])
+        hits = [
+            SearchHit(tools[r.id], r.score, r.lexical_rank, r.vector_rank)
+            for r in ranked
+            if r.id in tools
+        ]
+        timings["total_ms"] = (time.perf_counter() - t0) * 1000
+        return SearchResult(query=query, mode=mode, hits=hits, timings_ms=timings)
+
+    def get_tool(self, tool_id: str) -> Tool:
+        """Raises: ToolNotFound."""
+        return self.store.get(tool_id)
+
+    def info(self) -> dict[str, Any]:
+        """Counts, model and store location."""
+        ident = self.store.identity()
+        return {
+            "store": self.store.url,
+            "tools": self.store.count(),
+            "by_item_type": self.store.counts_by("item_type"),
+            "servers": len(self.store.counts_by("server")),
+            "sources": self.store.counts_by("source"),
+            "embedder": ident.embedder if ident else None,
+            "dim": ident.dim if ident else None,
+            "analyzer": ident.analyzer if ident else None,
+            "fusion": self.searcher.config.fusion,
+        }
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def _parse_mode(mode: SearchMode | str) -> SearchMode:
+    try:
+        return SearchMode(mode)
+    except ValueError:
+        raise QueryError("mode", f"must be one of bm25, vector, hybrid; got {mode!r}") from None
+
+
+def _parse_item_type(value: ItemType | str) -> ItemType:
+    try:
+        return ItemType(value)
+    except ValueError:
+        raise QueryError(
+            "item_type", f"must be one of tool, prompt, resource; got {value!r}"
+        ) from None

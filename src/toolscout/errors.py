@@ -1,0 +1,80 @@
+"""The toolscout exception tree.
+
+Every error toolscout raises on purpose derives from :class:`ToolscoutError`, so a caller can
+catch one class. Each edge (CLI, HTTP, MCP) maps these classes to its own codes in one table.
+
+    ToolscoutError
+    ├── ConfigError          bad settings, or an index built with another model/tokenizer
+    ├── StoreError           the index cannot be opened, read or written
+    │   └── ToolNotFound     no tool with that id
+    ├── QueryError           a search request that cannot be answered as asked (names the field)
+    ├── IngestError          a catalog or source that cannot be read at all
+    ├── EmbedError           the embedding model failed or could not be loaded
+    ├── EnrichError          an LLM answer was missing, malformed or invalid
+    └── SkillError           skill catalog problems
+        ├── SkillNotFound
+        └── SkillExists
+"""
+
+from __future__ import annotations
+
+
+class ToolscoutError(Exception):
+    """Root of every error toolscout raises on purpose."""
+
+
+class ConfigError(ToolscoutError):
+    """Settings are invalid, or the index was built with a different model or tokenizer."""
+
+
+class StoreError(ToolscoutError):
+    """The index cannot be opened, read or written."""
+
+
+class ToolNotFound(StoreError):
+    """No tool has the requested id."""
+
+    def __init__(self, tool_id: str) -> None:
+        super().__init__(f"no tool with id {tool_id!r}")
+        self.tool_id = tool_id
+
+
+class QueryError(ToolscoutError):
+    """A request cannot be answered as asked; ``field`` names the offending input."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+class IngestError(ToolscoutError):
+    """A catalog file or tool source cannot be read at all."""
+
+
+class EmbedError(ToolscoutError):
+    """The embedding model could not be loaded or failed on a batch."""
+
+
+class EnrichError(ToolscoutError):
+    """An LLM call failed or returned something that does not validate."""
+
+
+class SkillError(ToolscoutError):
+    """A skill catalog operation is invalid."""
+
+
+class SkillNotFound(SkillError):
+    """No skill has the requested id."""
+
+    def __init__(self, skill_id: str) -> None:
+        super().__init__(f"no skill with id {skill_id!r}")
+        self.skill_id = skill_id
+
+
+class SkillExists(SkillError):
+    """A skill with that id already exists."""
+
+    def __init__(self, skill_id: str) -> None:
+        super().__init__(f"a skill with id {skill_id!r} already exists")
+        self.skill_id = skill_id

@@ -1,0 +1,56 @@
+"""Retrieval metrics (pure functions), with the shared benchmark's exact definitions.
+
+recall@k = |gold ∩ top-k| / |gold|; hit@k = 1 if any gold in top-k; complete@k = 1 if all gold in
+top-k; nDCG@k with binary gains. All macro-averaged over queries.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+KS = (1, 3, 5, 10)
+METRICS = ("recall", "hit", "complete", "ndcg")
+
+
+def recall_at(ranked: Sequence[str], gold: set[str], k: int) -> float:
+    return len(gold.intersection(ranked[:k])) / len(gold) if gold else 0.0
+
+
+def hit_at(ranked: Sequence[str], gold: set[str], k: int) -> float:
+    return 1.0 if gold.intersection(ranked[:k]) else 0.0
+
+
+def complete_at(ranked: Sequence[str], gold: set[str], k: int) -> float:
+    return 1.0 if gold and gold.issubset(ranked[:k]) else 0.0
+
+
+def ndcg_at(ranked: Sequence[str], gold: set[str], k: int) -> float:
+    dcg = sum(1.0 / math.log2(i + 2) for i, tid in enumerate(ranked[:k]) if tid in gold)
+    ideal = sum(1.0 / math.log2(i + 2) for i in range(min(len(gold), k)))
+    return dcg / ideal if ideal else 0.0
+
+
+_FUNCS = {"recall": recall_at, "hit": hit_at, "complete": complete_at, "ndcg": ndcg_at}
+
+
+def score_query(ranked: Sequence[str], gold: Iterable[str]) -> dict[str, float]:
+    """Every metric at every k for one query, keyed like ``ndcg@10``."""
+    g = set(gold)
+    return {f"{m}@{k}": _FUNCS[m](ranked, g, k) for m in METRICS for k in KS}
+
+
+def mean(rows: Sequence[dict[str, float]]) -> dict[str, float]:
+    """Macro average of per-query metric dicts."""
+    if not rows:
+        return {}
+    return {key: sum(r[key] for r in rows) / len(rows) for key in rows[0]}
+
+
+def percentile(values: Sequence[float], pct: float) -> float:
+    """Nearest-rank percentile (pct in 0..100)."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    rank = max(1, math.ceil(pct / 100 * len(ordered)))
+    return ordered[rank - 1]

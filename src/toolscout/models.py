@@ -1,0 +1,201 @@
+"""Core data: plain frozen dataclasses used everywhere inside toolscout.
+
+Pydantic lives only at the edges (HTTP bodies, settings, catalog parsing); the engine, stores and
+search code pass these objects around.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+JSON = dict[str, Any]
+
+
+class ItemType(str, Enum):
+    """What an indexed item is: MCP servers expose tools, prompts and resources."""
+
+    TOOL = "tool"
+    PROMPT = "prompt"
+    RESOURCE = "resource"
+
+
+class SearchMode(str, Enum):
+    """Which retrieval legs a search uses."""
+
+    BM25 = "bm25"
+    VECTOR = "vector"
+    HYBRID = "hybrid"
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def content_hash(
+    name: str,
+    description: str,
+    input_schema: JSON | None,
+    output_schema: JSON | None,
+    annotations: JSON,
+    item_type: ItemType,
+) -> str:
+    """SHA-256 over everything that defines what a tool does (not where it comes from)."""
+    payload = _canonical(
+        {
+            "name": name,
+            "description": description,
+            "input_schema": input_schema,
+            "output_schema": output_schema,
+            "annotations": annotations,
+            "item_type": item_type.value,
+        }
+    )
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One indexed item: an MCP tool, prompt or resource, a Python tool, or a function definition.
+
+    ``content_hash`` is derived from the defining fields; two tools with equal hashes need no
+    re-embedding.
+    """
+
+    id: str
+    name: str
+    description: str = ""
+    input_schema: JSON | None = None
+    output_schema: JSON | None = None
+    annotations: JSON = field(default_factory=dict)
+    item_type: ItemType = ItemType.TOOL
+    server: str | None = None
+    source: str | None = None
+    category: str | None = None
+    content_hash: str = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        digest = content_hash(
+            self.name,
+            self.description,
+            self.input_schema,
+            self.output_schema,
+            self.annotations,
+            self.item_type,
+        )
+        object.__setattr__(self, "content_hash", digest)
+
+    def parameter_names(self) -> list[str]:
+        """Top-level parameter names of the input schema, in schema order."""
+        props = (self.input_schema or {}).get("properties")
+        return list(props) if isinstance(props, dict) else []
+
+    def to_dict(self, *, include_schemas: bool = True) -> JSON:
+        """A JSON-ready dict (the wire shape used by the CLI, HTTP and MCP edges)."""
+        out: JSON = {
+            "id": self.id,
+            "name": self.name,
+            "description": self.description,
+            "item_type": self.item_type.value,
+            "server": self.server,
+            "source": self.source,
+            "category": self.category,
+            "annotations": self.annotations,
+            "content_hash": self.content_hash,
+        }
+        if include_schemas:
+            out["input_schema"] = self.input_schema
+            out["output_schema"] = self.output_schema
+        return out
+
+
+@dataclass(frozen=True)
+class Scored:
+    """A tool id with a leg-specific score (higher is better)."""
+
+    id: str
+    score: float
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Restrictions applied inside every retrieval leg. ``None`` means no restriction."""
+
+    servers: tuple[str, ...] | None = None
+    sources: tuple[str, ...] | None = None
+    item_types: tuple[ItemType, ...] | None = None
+    skill_ids: tuple[str, ...] | None = None
+    tool_ids: tuple[str, ...] | None = None
+
+    def is_empty(self) -> bool:
+        return all(
+            v is None
+            for v in (self.servers, self.sources, self.item_types, self.skill_ids, self.tool_ids)
+        )
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """A fused ranking entry before tools are loaded: id, 0..1 score, rank in each leg."""
+
+    id: str
+    score: float
+    lexical_rank: int | None = None
+    vector_rank: int | None = None
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One ranked tool in a search result. ``score`` is in 0..1."""
+
+    tool: Tool
+    score: float
+    lexical_rank: int | None = None
+    vector_rank: int | None = None
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """The ranked hits of one query and how long each stage took (milliseconds)."""
+
+    query: str
+    mode: SearchMode
+    hits: list[SearchHit]
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A catalog entry that was skipped: where it is and what is wrong with it."""
+
+    location: str
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.location}: {self.field}: {self.message}"
+
+
+@dataclass
+class IndexReport:
+    """What an indexing pass did: counts per outcome plus the skipped entries."""
+
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    skipped: list[Problem] = field(default_factory=list)
+    embedded: int = 0
+
+    def to_dict(self) -> JSON:
+        return {
+            "added": self.added,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "deleted": self.deleted,
+            "skipped": [str(p) for p in self.skipped],
+            "embedded": self.embedded,
+        }

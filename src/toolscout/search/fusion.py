@@ -1,0 +1,76 @@
+"""Pure rank fusion: no I/O, deterministic, ties broken by tool id.
+
+Two methods:
+
+* :func:`fuse_rrf` — weighted Reciprocal Rank Fusion, ``sum_i w_i / (k + rank_i)``.
+* :func:`fuse_scores` — score-aware fusion: each leg's scores are mapped to 0..1 relative to that
+  leg's best hit, then combined with weights. Unlike RRF it keeps *how much* better a hit is, so a
+  confident lexical match is not dragged down by an indifferent vector rank (and vice versa).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from toolscout.models import Scored
+
+
+def _sorted(scores: dict[str, float]) -> list[Scored]:
+    return [Scored(i, s) for i, s in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
+def fuse_rrf(
+    runs: Sequence[Sequence[Scored]], *, k: int = 60, weights: Sequence[float] | None = None
+) -> list[Scored]:
+    """Weighted RRF of ranked runs; scores are divided by their maximum possible value (0..1).
+
+    Raises:
+        ValueError: if ``weights`` does not have one entry per run or all weights are zero.
+    """
+    weights = list(weights) if weights is not None else [1.0] * len(runs)
+    if len(weights) != len(runs):
+        raise ValueError("weights must have one entry per run")
+    total = sum(weights)
+    if total <= 0:
+        raise ValueError("at least one weight must be positive")
+    scores: dict[str, float] = {}
+    for run, weight in zip(runs, weights, strict=True):
+        for rank, hit in enumerate(run, start=1):
+            scores[hit.id] = scores.get(hit.id, 0.0) + weight / (k + rank)
+    ceiling = total / (k + 1)
+    return _sorted({i: s / ceiling for i, s in scores.items()})
+
+
+def normalise(run: Sequence[Scored], *, floor: float = 0.0) -> dict[str, float]:
+    """Map a run's scores to 0..1: ``(s - floor) / (best - floor)``, clipped at 0."""
+    if not run:
+        return {}
+    best = max(h.score for h in run)
+    span = best - floor
+    if span <= 0:
+        return {h.id: 1.0 for h in run}
+    return {h.id: max(0.0, (h.score - floor) / span) for h in run}
+
+
+def fuse_scores(
+    runs: Sequence[Sequence[Scored]],
+    *,
+    weights: Sequence[float],
+    floors: Sequence[float] | None = None,
+) -> list[Scored]:
+    """Weighted sum of per-leg normalised scores, divided by the weight total (0..1).
+
+    Raises:
+        ValueError: if ``weights`` or ``floors`` do not have one entry per run.
+    """
+    floors = list(floors) if floors is not None else [0.0] * len(runs)
+    if len(weights) != len(runs) or len(floors) != len(runs):
+        raise ValueError("weights and floors must have one entry per run")
+    total = sum(weights)
+    if total <= 0:
+        raise ValueError("at least one weight must be positive")
+    scores: dict[str, float] = {}
+    for run, weight, floor in zip(runs, weights, floors, strict=True):
+        for tool_id, value in normalise(run, floor=floor).items():
+            scores[tool_id] = scores.get(tool_id, 0.0) + weight * value
+    return _sorted({i: s / total for i, s in scores.items()})

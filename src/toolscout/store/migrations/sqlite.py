@@ -1,0 +1,56 @@
+"""Versioned SQLite schema. Append a migration; never edit one that has shipped."""
+
+from __future__ import annotations
+
+MIGRATIONS: list[tuple[int, str]] = [
+    (
+        1,
+        """
+        CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE tools (
+            rowid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            name TEXT NOT NULL,
+            description TEXT NOT NULL,
+            input_schema TEXT,
+            output_schema TEXT,
+            annotations TEXT NOT NULL,
+            item_type TEXT NOT NULL,
+            server TEXT,
+            source TEXT,
+            category TEXT,
+            content_hash TEXT NOT NULL,
+            text_hash TEXT NOT NULL
+        );
+        CREATE INDEX tools_server ON tools(server);
+        CREATE INDEX tools_source ON tools(source);
+        CREATE INDEX tools_item_type ON tools(item_type);
+        CREATE VIRTUAL TABLE tools_fts USING fts5(
+            name, actions, enhanced, keywords, use_cases, domain, description, params,
+            content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2'
+        );
+        CREATE TABLE skills (
+            id TEXT PRIMARY KEY,
+            name TEXT NOT NULL,
+            description TEXT NOT NULL DEFAULT '',
+            keywords TEXT NOT NULL DEFAULT '[]',
+            examples TEXT NOT NULL DEFAULT '[]',
+            parent TEXT,
+            is_active INTEGER NOT NULL DEFAULT 1,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            vector BLOB
+        );
+        CREATE TABLE tool_skills (
+            tool_id TEXT NOT NULL,
+            skill_id TEXT NOT NULL,
+            confidence REAL NOT NULL,
+            is_primary INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (tool_id, skill_id)
+        );
+        CREATE INDEX tool_skills_skill ON tool_skills(skill_id);
+        """,
+    ),
+]
+
+SCHEMA_VERSION = MIGRATIONS[-1][0]
