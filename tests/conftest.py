@@ -1,0 +1,58 @@
+"""Shared fixtures: real SQLite files in tmp dirs, the real packaged embedding model."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from toolscout.config import Settings
+from toolscout.engine import Engine
+
+SHARED_BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench"
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture(scope="session")
+def vector_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One embedding cache per test session: every CI run embeds with the real model once."""
+    return tmp_path_factory.mktemp("vector-cache")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, vector_cache: Path) -> None:
+    for key in list(os.environ):
+        if key.startswith("TOOLSCOUT_"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("TOOLSCOUT_CACHE_DIR", str(vector_cache))
+    monkeypatch.setenv("TOOLSCOUT_DB", str(tmp_path / "default.db"))
+
+
+@pytest.fixture
+def settings(tmp_path: Path, vector_cache: Path) -> Settings:
+    return Settings(db=str(tmp_path / "index.db"), cache_dir=str(vector_cache))
+
+
+@pytest.fixture
+def engine(settings: Settings) -> Iterator[Engine]:
+    eng = Engine.open(settings)
+    yield eng
+    eng.close()
+
+
+def write_json(path: Path, payload: object) -> Path:
+    path.write_text(json.dumps(payload), encoding="utf-8")
+    return path
+
+
+def shared_set(name: str) -> Path:
+    """A dataset from ../shared/bench; skips (with the reason) only outside CI when absent."""
+    path = SHARED_BENCH / name
+    if not path.is_dir():
+        if os.environ.get("CI"):
+            raise RuntimeError(f"{path} is missing in CI; the shared benchmark data must be present")
+        pytest.skip(f"{path} not present (shared benchmark data lives beside the checkout)")
+    return path
