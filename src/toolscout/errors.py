@@ -8,9 +8,11 @@ catch one class. Each edge (CLI, HTTP, MCP) maps these classes to its own codes 
     ├── StoreError           the index cannot be opened, read or written
     │   └── ToolNotFound     no tool with that id
     ├── QueryError           a search request that cannot be answered as asked (names the field)
+    │   └── EmptyQuery       the query is empty or blank (HTTP answers 400, not 422)
     ├── IngestError          a catalog or source that cannot be read at all
     ├── EmbedError           the embedding model failed or could not be loaded
     ├── EnrichError          an LLM answer was missing, malformed or invalid
+    ├── AccessDenied         a served request without the API key its operation needs
     └── SkillError           skill catalog problems
         ├── SkillNotFound
         └── SkillExists
@@ -46,6 +48,24 @@ class QueryError(ToolscoutError):
         super().__init__(f"{field}: {message}")
         self.field = field
         self.message = message
+
+
+class EmptyQuery(QueryError):
+    """The query is empty or only whitespace: there is nothing to search for."""
+
+    def __init__(self, message: str = "must not be empty; describe the capability you need") -> None:
+        super().__init__("query", message)
+
+
+class AccessDenied(ToolscoutError):
+    """A served request (HTTP or MCP) lacks the API key its operation needs.
+
+    ``status`` is 401 when no usable key was sent and 403 when the operation is disabled.
+    """
+
+    def __init__(self, message: str, *, status: int = 401) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class IngestError(ToolscoutError):

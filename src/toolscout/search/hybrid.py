@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from toolscout.embed.base import Embedder
-from toolscout.errors import QueryError
+from toolscout.errors import EmptyQuery, QueryError
 from toolscout.models import Filters, Ranked, Scored, SearchMode
 from toolscout.search.fusion import fuse_rrf, fuse_scores
 from toolscout.search.text import identifier_key, query_tokens, split_sentences
@@ -57,7 +57,7 @@ def check_query(query: str) -> str:
         raise QueryError("query", "must be a string")
     text = query.strip()
     if not text:
-        raise QueryError("query", "must not be empty; describe the capability you need")
+        raise EmptyQuery()
     if len(query) > MAX_QUERY_CHARS:
         raise QueryError(
             "query", f"is {len(query)} characters; the limit is {MAX_QUERY_CHARS}, shorten it"
