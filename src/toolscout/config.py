@@ -52,6 +52,7 @@ class Settings(BaseSettings):
     embed_dim: int | None = None
     embed_threads: int | None = None
     embed_cache: bool = True
+    query_cache_size: int = Field(default=4096, ge=0, description="query vectors kept (0: off)")
     cache_dir: str = Field(default_factory=default_cache_dir)
 
     fusion: str = "adaptive"

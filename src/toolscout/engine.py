@@ -14,6 +14,7 @@ from typing import Any
 
 from toolscout.embed.base import Embedder, open_embedder
 from toolscout.embed.cache import CachedEmbedder
+from toolscout.embed.querycache import QueryCache
 from toolscout.errors import QueryError
 from toolscout.ingest.sources import Loaded
 from toolscout.models import (
@@ -87,6 +88,8 @@ class Engine:
         )
         if s.embed_cache:
             embedder = CachedEmbedder(embedder, Path(s.cache_dir) / "vectors.sqlite")
+        if s.query_cache_size > 0:
+            embedder = QueryCache(embedder, s.query_cache_size)
         store = open_store(s.db)
         config = SearchConfig(
             fusion=s.fusion,  # type: ignore[arg-type]  # validated by Settings
@@ -213,6 +216,37 @@ class Engine:
     def get_tool(self, tool_id: str) -> Tool:
         """Raises: ToolNotFound."""
         return self.store.get(tool_id)
+
+    def list_tools(
+        self,
+        *,
+        servers: Sequence[str] | None = None,
+        skill_ids: Sequence[str] | None = None,
+        item_types: Sequence[ItemType | str] | None = None,
+        offset: int = 0,
+        limit: int = 100,
+    ) -> tuple[list[Tool], int]:
+        """One page of tools (ordered by id) and how many match in all.
+
+        Raises:
+            QueryError: offset below 0, limit outside 1..500, unknown item type.
+        """
+        if offset < 0:
+            raise QueryError("offset", f"must be 0 or more, got {offset}")
+        if not 1 <= limit <= 500:
+            raise QueryError("limit", f"must be between 1 and 500, got {limit}")
+        filters = Filters(
+            servers=tuple(servers) if servers else None,
+            skill_ids=tuple(skill_ids) if skill_ids else None,
+            item_types=tuple(_parse_item_type(t) for t in item_types) if item_types else None,
+        )
+        tools = self.store.list_tools(filters, offset=offset, limit=limit)
+        return tools, self.store.count(filters)
+
+    def query_cache_stats(self) -> dict[str, int] | None:
+        """Hits, misses and entries of the query-vector cache, or None when it is off."""
+        stats = getattr(self.embedder, "stats", None)
+        return stats() if callable(stats) else None
 
     def info(self) -> dict[str, Any]:
         """Counts, model and store location."""
