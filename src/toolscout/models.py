@@ -303,6 +303,7 @@ class Suggestion:
     status: str
     reason: str | None
     created_at: str
+    keywords: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from toolscout.errors import ConfigError
-from toolscout.models import Filters, Scored, Tool
+from toolscout.models import JSON, Filters, Scored, Skill, SkillAssignment, Suggestion, Tool
 
 #: Lexical fields every store indexes, in column order. Enrichment fills the middle ones.
 LEXICAL_FIELDS: tuple[str, ...] = (
@@ -55,7 +55,161 @@ class IndexEntry:
     text_hash: str
 
 
-class Store(Protocol):
+@dataclass(frozen=True)
+class Classified:
+    """A tool's classification outcome, written with ``SkillStore.replace_assignments``:
+    its skills (1-3, one primary) and the content hash it was classified at."""
+
+    tool_id: str
+    content_hash: str
+    classifier: str
+    assignments: tuple[SkillAssignment, ...]
+
+
+class SkillStore(Protocol):
+    """Skills, tool-skill assignments, classification state and the suggestion queue (issue 3).
+
+    Tables: ``skills``, ``tool_skills``, ``tool_classification``, ``skill_suggestions``.
+    Deleting a tool (``Store.delete``/``reset``) also deletes its assignments and state.
+    Vectors are float32 rows of the index dimension, stored as raw bytes.
+    """
+
+    def insert_skill(self, skill: Skill) -> None:
+        """Raises: SkillExists."""
+        ...
+
+    def update_skill(self, skill: Skill) -> None:
+        """Replace every field of an existing skill. Raises: SkillNotFound."""
+        ...
+
+    def get_skill(self, skill_id: str) -> Skill:
+        """Raises: SkillNotFound."""
+        ...
+
+    def list_skills(self, *, include_inactive: bool = True) -> list[Skill]:
+        """Skills ordered by id."""
+        ...
+
+    def skill_tool_counts(self) -> dict[str, int]:
+        """``{skill_id: number of tools assigned}`` (skills with no tools are absent)."""
+        ...
+
+    def set_skill_vectors(self, vectors: Mapping[str, NDArray[np.float32] | None]) -> None:
+        """Store (or clear, with None) the membership centroid of each skill."""
+        ...
+
+    def skill_vectors(self) -> dict[str, NDArray[np.float32]]:
+        """Membership centroids of every skill that has one."""
+        ...
+
+    def set_skill_profile(self, skill_id: str, vector: NDArray[np.float32], text_hash: str) -> None:
+        """Store the embedding of a skill's own text (description, keywords, examples)."""
+        ...
+
+    def skill_profiles(self) -> dict[str, tuple[str, NDArray[np.float32]]]:
+        """``{skill_id: (text_hash, vector)}`` for skills whose profile was embedded."""
+        ...
+
+    def replace_assignments(self, results: Sequence[Classified]) -> set[str]:
+        """Replace each tool's assignments and record it as classified at its content hash,
+        in one transaction; returns the skill ids whose membership changed."""
+        ...
+
+    def mark_classify_failed(self, tool_id: str, content_hash: str, error: str) -> None:
+        """Record a failed classification (retried by the next batch run)."""
+        ...
+
+    def classification_state(self) -> dict[str, tuple[str, str]]:
+        """``{tool_id: (content_hash, status)}``; status is ``done`` or ``failed``."""
+        ...
+
+    def assignments(self, tool_ids: Sequence[str]) -> dict[str, list[SkillAssignment]]:
+        """Each tool's assignments, most confident first (tools without any are absent)."""
+        ...
+
+    def skill_members(self, skill_ids: Sequence[str]) -> dict[str, list[tuple[str, float]]]:
+        """``{skill_id: [(tool_id, confidence), ...]}`` for the given skills."""
+        ...
+
+    def add_suggestion(self, suggestion: Suggestion) -> int:
+        """Queue a proposed skill (``id`` is ignored); returns the new id."""
+        ...
+
+    def get_suggestion(self, suggestion_id: int) -> Suggestion | None: ...
+
+    def list_suggestions(self, status: str | None = "pending") -> list[Suggestion]:
+        """Suggestions with that status (all when None), oldest first."""
+        ...
+
+    def set_suggestion_status(self, suggestion_id: int, status: str, reason: str | None) -> None:
+        """Raises: SkillError when there is no such suggestion."""
+        ...
+
+    def get_light(self, ids: Sequence[str]) -> dict[str, Tool]:
+        """Tools without their schemas (``input_schema``/``output_schema`` None): the cheap
+        load for ranked results; ``schemas`` loads the rest only when asked."""
+        ...
+
+    def schemas(self, ids: Sequence[str]) -> dict[str, JSON | None]:
+        """Input schemas by tool id; a schema that cannot be decoded maps to None."""
+        ...
+
+
+@dataclass(frozen=True)
+class EnrichmentRecord:
+    """One cached enrichment row (issue 6), written and read by ``toolscout.enrich.cache``.
+
+    ``kind`` is ``tool`` (``key`` = tool id) or ``profile`` (``key`` = server or category);
+    ``enricher`` names the enricher and its version; ``input_hash`` is the hash of what the
+    enrichment was made from; ``payload`` is its JSON (empty when ``status`` is ``failed``);
+    ``created_at`` is seconds since the epoch; ``tokens`` counts LLM tokens spent on it.
+    """
+
+    kind: str
+    key: str
+    enricher: str
+    input_hash: str
+    payload: str
+    status: str
+    error: str
+    created_at: float
+    tokens: int
+
+
+class EnrichStore(Protocol):
+    """The enrichment cache (table ``enrichments``, primary key kind + key + enricher).
+
+    Plain reads and upserts: freshness rules live in ``toolscout.enrich.cache``.
+    """
+
+    def get_enrichments(
+        self, kind: str, keys: Sequence[str], enricher: str
+    ) -> dict[str, EnrichmentRecord]:
+        """Rows of ``kind`` made by ``enricher`` for ``keys`` (absent keys are left out).
+
+        Raises: StoreError."""
+        ...
+
+    def put_enrichments(self, records: Sequence[EnrichmentRecord]) -> None:
+        """Insert or replace rows by (kind, key, enricher), in one transaction.
+
+        Raises: StoreError."""
+        ...
+
+    def delete_enrichments(self, kind: str, keys: Sequence[str]) -> int:
+        """Delete rows of ``kind`` for ``keys`` (every enricher); returns how many.
+
+        Raises: StoreError."""
+        ...
+
+    def enrichment_summary(self) -> list[tuple[str, str, str, int, int]]:
+        """``(enricher, kind, status, rows, tokens)`` per group, ordered by the first three.
+
+        Raises: StoreError."""
+        ...
+
+
+class Store(SkillStore, EnrichStore, Protocol):
     """Persistence plus the two retrieval legs. Every write is one transaction."""
 
     url: str

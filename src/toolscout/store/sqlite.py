@@ -28,6 +28,8 @@ from toolscout.errors import ConfigError, StoreError, ToolNotFound
 from toolscout.models import Filters, ItemType, Scored, Tool
 from toolscout.store.base import LEXICAL_FIELDS, IndexEntry, IndexIdentity
 from toolscout.store.migrations.sqlite import MIGRATIONS, SCHEMA_VERSION
+from toolscout.store.sqlite_enrich import SQLiteEnrichments
+from toolscout.store.sqlite_skills import SQLiteSkillTables
 
 _TOOL_COLUMNS = (
     "t.id, t.name, t.description, t.input_schema, t.output_schema, t.annotations, "
@@ -89,7 +91,7 @@ def where_clause(filters: Filters | None, alias: str = "t") -> tuple[str, list[A
     return " AND ".join(parts), params
 
 
-class SQLiteStore:
+class SQLiteStore(SQLiteSkillTables, SQLiteEnrichments):
     """A :class:`~toolscout.store.base.Store` in one SQLite file (WAL mode)."""
 
     def __init__(self, url: str) -> None:
@@ -211,6 +213,10 @@ class SQLiteStore:
         """Drop every tool and the recorded identity (used by ``index --rebuild``)."""
         with self.transaction() as conn:
             conn.execute("DELETE FROM tools")
+            conn.execute("DELETE FROM tool_skills")
+            conn.execute("DELETE FROM tool_classification")
+            # Skill vectors come from the old model's space: recomputed after the rebuild.
+            conn.execute("UPDATE skills SET vector=NULL, profile_vector=NULL, profile_hash=NULL")
             conn.execute("DELETE FROM tools_fts")
             conn.execute("DROP TABLE IF EXISTS tools_vec")
             conn.execute("DELETE FROM meta WHERE key='identity'")
@@ -285,6 +291,10 @@ class SQLiteStore:
         return removed
 
     def _delete_rowid(self, conn: Any, rowid: int) -> None:
+        for table in ("tool_skills", "tool_classification"):
+            conn.execute(
+                f"DELETE FROM {table} WHERE tool_id=(SELECT id FROM tools WHERE rowid=?)", (rowid,)
+            )
         conn.execute("DELETE FROM tools_fts WHERE rowid=?", (rowid,))
         if self._dim is not None:
             conn.execute("DELETE FROM tools_vec WHERE rowid=?", (rowid,))

@@ -39,7 +39,9 @@ MIGRATIONS: list[tuple[int, str]] = [
             is_active INTEGER NOT NULL DEFAULT 1,
             created_at TEXT NOT NULL,
             updated_at TEXT NOT NULL,
-            vector BLOB
+            vector BLOB,
+            profile_vector BLOB,
+            profile_hash TEXT
         );
         CREATE TABLE tool_skills (
             tool_id TEXT NOT NULL,
@@ -49,6 +51,43 @@ MIGRATIONS: list[tuple[int, str]] = [
             PRIMARY KEY (tool_id, skill_id)
         );
         CREATE INDEX tool_skills_skill ON tool_skills(skill_id);
+        CREATE TABLE skill_suggestions (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            skill_id TEXT NOT NULL,
+            name TEXT NOT NULL,
+            description TEXT NOT NULL DEFAULT '',
+            keywords TEXT NOT NULL DEFAULT '[]',
+            source_tool_id TEXT NOT NULL,
+            status TEXT NOT NULL DEFAULT 'pending',
+            reason TEXT,
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX skill_suggestions_status ON skill_suggestions(status);
+        CREATE TABLE tool_classification (
+            tool_id TEXT PRIMARY KEY,
+            content_hash TEXT NOT NULL,
+            status TEXT NOT NULL,
+            classifier TEXT NOT NULL,
+            error TEXT,
+            updated_at TEXT NOT NULL
+        );
+        """,
+    ),
+    (
+        2,
+        """
+        CREATE TABLE enrichments (
+            kind TEXT NOT NULL,
+            key TEXT NOT NULL,
+            enricher TEXT NOT NULL,
+            input_hash TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            status TEXT NOT NULL,
+            error TEXT NOT NULL DEFAULT '',
+            created_at REAL NOT NULL,
+            tokens INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (kind, key, enricher)
+        );
         """,
     ),
 ]
