@@ -1,0 +1,220 @@
+"""Hash-based incremental sync of many sources into one index.
+
+Each source is listed, then handed to :meth:`Engine.index` with ``prune=True`` on its own: only
+tools whose text hash changed are embedded, tools the source no longer lists are deleted, and the
+summary is per source. A source that cannot be listed (a server that will not start, a missing
+directory) is reported as failed and its tools stay: a failed listing is not an empty listing.
+
+Crash safety comes from the engine: it writes in transactional chunks and a tool row, its text
+and its vector are written in one transaction, so a killed sync leaves every tool in its old or
+new state, and the next sync finds the remaining differences by hash.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from toolscout.errors import IngestError
+from toolscout.ingest.jsonfile import CatalogFile
+from toolscout.ingest.mcp import McpSource
+from toolscout.ingest.mcpconfig import (
+    DEFAULT_TIMEOUT,
+    ServerSpec,
+    read_mcp_config,
+    servers_from_settings,
+)
+from toolscout.ingest.pyfile import ToolDirectory
+from toolscout.ingest.sources import Loaded, Source
+from toolscout.models import JSON, Problem
+
+if TYPE_CHECKING:
+    from toolscout.config import Settings
+    from toolscout.engine import Engine, Progress
+
+log = logging.getLogger("toolscout.ingest.sync")
+
+
+@dataclass
+class SourceSummary:
+    """What one sync did to one source. ``error`` is set when the source could not be listed."""
+
+    source: str
+    added: int = 0
+    updated: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+    embedded: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def failed(self) -> int:
+        """Items that could not be indexed: skipped entries, or 1 for a source that failed."""
+        return len(self.problems) + (1 if self.error else 0)
+
+    def to_dict(self) -> JSON:
+        return {
+            "source": self.source,
+            "added": self.added,
+            "updated": self.updated,
+            "deleted": self.deleted,
+            "unchanged": self.unchanged,
+            "failed": self.failed,
+            "embedded": self.embedded,
+            "error": self.error,
+            "problems": [str(p) for p in self.problems],
+        }
+
+
+@dataclass
+class SyncReport:
+    """Per-source summaries of one sync pass, plus configuration entries that were skipped."""
+
+    sources: list[SourceSummary] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(s.error is None for s in self.sources) and not self.problems
+
+    def total(self, key: str) -> int:
+        return sum(int(getattr(s, key)) for s in self.sources)
+
+    def to_dict(self) -> JSON:
+        return {
+            "sources": [s.to_dict() for s in self.sources],
+            "problems": [str(p) for p in self.problems],
+            "totals": {
+                k: self.total(k)
+                for k in ("added", "updated", "deleted", "unchanged", "failed", "embedded")
+            },
+        }
+
+
+def apply_listing(
+    engine: Engine, loaded: Loaded, *, progress: Progress | None = None
+) -> SourceSummary:
+    """Bring the index in line with one source's complete listing.
+
+    Raises:
+        StoreError, EmbedError: from the engine (work committed before stays committed).
+    """
+    report = engine.index([loaded], prune=True, progress=progress)
+    return SourceSummary(
+        source=loaded.source,
+        added=report.added,
+        updated=report.updated,
+        deleted=report.deleted,
+        unchanged=report.unchanged,
+        embedded=report.embedded,
+        problems=list(report.skipped),
+    )
+
+
+def sync_source(
+    engine: Engine, source: Source, *, progress: Progress | None = None
+) -> SourceSummary:
+    """List one source and apply it; a listing failure keeps the source's tools.
+
+    Raises:
+        StoreError, EmbedError: from the engine.
+    """
+    try:
+        loaded = source.read()
+    except IngestError as exc:
+        log.warning("sync: %s kept as it was: %s", source.name, exc)
+        return SourceSummary(source=source.name, error=str(exc))
+    return apply_listing(engine, loaded, progress=progress)
+
+
+def sync(
+    engine: Engine, sources: Iterable[Source], *, progress: Progress | None = None
+) -> SyncReport:
+    """Sync each source in turn (see the module docstring).
+
+    Raises:
+        StoreError, EmbedError: from the engine; sources synced before stay synced.
+    """
+    report = SyncReport()
+    for source in sources:
+        report.sources.append(sync_source(engine, source, progress=progress))
+    return report
+
+
+@dataclass(frozen=True)
+class SourceSet:
+    """The sources one ``sync`` / ``watch`` run covers, resolved from arguments or settings."""
+
+    catalogs: tuple[Path, ...] = ()
+    tool_dirs: tuple[Path, ...] = ()
+    servers: tuple[ServerSpec, ...] = ()
+    problems: tuple[Problem, ...] = ()
+
+    def file_sources(self) -> list[Source]:
+        out: list[Source] = [CatalogFile(p, source=catalog_source(p)) for p in self.catalogs]
+        out.extend(ToolDirectory(d) for d in self.tool_dirs)
+        return out
+
+    def server_sources(self) -> list[McpSource]:
+        return [McpSource(spec) for spec in self.servers]
+
+    def all_sources(self) -> list[Source]:
+        return [*self.file_sources(), *self.server_sources()]
+
+    def is_empty(self) -> bool:
+        return not (self.catalogs or self.tool_dirs or self.servers)
+
+
+def catalog_source(path: Path) -> str:
+    """The source name of a catalog file: its absolute path, so a relative path and a later
+    absolute one name the same source."""
+    return str(Path(path).expanduser().resolve())
+
+
+def resolve_sources(
+    settings: Settings | None = None,
+    *,
+    mcp_configs: Sequence[str | Path] = (),
+    tools_dirs: Sequence[str | Path] = (),
+    catalogs: Sequence[str | Path] = (),
+    timeout: float = DEFAULT_TIMEOUT,
+) -> SourceSet:
+    """The sources named by arguments; with none, the ones the settings name.
+
+    Raises:
+        IngestError: an MCP configuration file cannot be read at all.
+    """
+    servers_table: dict[str, Any] = {}
+    if not (mcp_configs or tools_dirs or catalogs) and settings is not None:
+        mcp_configs, tools_dirs, catalogs = (
+            settings.mcp_configs,
+            settings.tools_dirs,
+            settings.catalogs,
+        )
+        servers_table = dict(settings.mcp_servers)
+    configs = servers_from_settings(servers_table, timeout=timeout)
+    for path in mcp_configs:
+        found = read_mcp_config(Path(path).expanduser(), timeout=timeout)
+        configs.servers.extend(found.servers)
+        configs.problems.extend(found.problems)
+    seen: dict[str, ServerSpec] = {}
+    problems = list(configs.problems)
+    for spec in configs.servers:
+        if spec.name in seen:
+            problems.append(
+                Problem(
+                    spec.origin, spec.name, f"server defined again; kept {seen[spec.name].origin}"
+                )
+            )
+            continue
+        seen[spec.name] = spec
+    return SourceSet(
+        catalogs=tuple(Path(p).expanduser() for p in catalogs),
+        tool_dirs=tuple(Path(p).expanduser() for p in tools_dirs),
+        servers=tuple(seen.values()),
+        problems=tuple(problems),
+    )

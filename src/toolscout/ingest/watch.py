@@ -1,0 +1,231 @@
+"""Keep the index true while things change: files are watched, MCP sessions stay open.
+
+* Tool directories and catalog files are watched with ``watchfiles`` (debounced); a change
+  re-reads the source it belongs to and syncs it. A catalog file that was deleted takes its tools
+  with it; a tool directory that cannot be listed keeps its tools (see :mod:`.sync`).
+* Each MCP server gets a long-lived session. It is re-listed when the server says its tools,
+  prompts or resources changed (``notifications/tools/list_changed`` and friends on 2025-era
+  connections; a ``subscriptions/listen`` stream on 2026-07-28 ones), and every
+  ``relist_interval`` seconds in any case. A session that dies is reopened after
+  ``retry_interval``; until then the server's tools stay as they were.
+
+Embedding in a server (``toolscout serve --watch``)::
+
+    stop = threading.Event()
+    watcher = Watcher(engine, resolve_sources(settings))
+    thread = threading.Thread(target=watcher.run, args=(stop,), daemon=True)
+    thread.start()
+    ...
+    stop.set(); thread.join(timeout=10)
+
+``Watcher.arun`` is the same loop for callers that already run an anyio/asyncio event loop.
+Index writes from the watcher are serialised by one lock and run in worker threads, so searches
+in other threads keep going (the store has its own locking).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+import watchfiles
+from mcp import Client
+from mcp.client.session import IncomingMessage
+from mcp.client.subscriptions import ListenNotSupportedError
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from toolscout.engine import Engine
+from toolscout.errors import IngestError, ToolscoutError
+from toolscout.ingest.jsonfile import CatalogFile
+from toolscout.ingest.mcp import McpSource, describe, is_change_notification
+from toolscout.ingest.pyfile import ToolDirectory
+from toolscout.ingest.sources import Loaded, Source
+from toolscout.ingest.sync import SourceSet, SourceSummary, apply_listing, catalog_source
+
+log = logging.getLogger("toolscout.ingest.watch")
+
+OnSync = Callable[[SourceSummary], None]
+DEFAULT_DEBOUNCE_MS = 100
+DEFAULT_RELIST_INTERVAL = 300.0
+DEFAULT_RETRY_INTERVAL = 10.0
+_STOP_POLL = 0.1
+
+
+class Watcher:
+    """Watch a :class:`SourceSet` and sync each source when it changes.
+
+    ``on_sync`` is called (in a worker thread) with the summary of every sync, failed ones
+    included; tests and servers use it to know when a change has reached the index.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        sources: SourceSet,
+        *,
+        debounce_ms: int = DEFAULT_DEBOUNCE_MS,
+        relist_interval: float = DEFAULT_RELIST_INTERVAL,
+        retry_interval: float = DEFAULT_RETRY_INTERVAL,
+        on_sync: OnSync | None = None,
+    ) -> None:
+        self.engine = engine
+        self.sources = sources
+        self.debounce_ms = debounce_ms
+        self.relist_interval = relist_interval
+        self.retry_interval = retry_interval
+        self.on_sync = on_sync
+        self._write_lock = threading.Lock()
+        self._dirs = [ToolDirectory(d) for d in sources.tool_dirs]
+        self._catalogs = {
+            Path(catalog_source(p)): CatalogFile(p, source=catalog_source(p))
+            for p in sources.catalogs
+        }
+
+    # -- entry points ------------------------------------------------------------------------
+    def run(self, stop: threading.Event) -> None:
+        """Watch until ``stop`` is set (blocking; run it in a thread of its own).
+
+        Raises:
+            Nothing for source failures (they are logged and reported through ``on_sync``);
+            StoreError / EmbedError from the index end the watch.
+        """
+        anyio.run(self.arun, stop)
+
+    async def arun(self, stop: threading.Event | None = None) -> None:
+        """Sync everything once, then watch until ``stop`` is set or the task is cancelled.
+
+        Raises:
+            StoreError, EmbedError: the index itself failed.
+        """
+        files_stop = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            initial: list[Source] = [*self._catalogs.values(), *self._dirs]
+            for source in initial:
+                await self._sync_source(source)
+            if self._dirs:
+                tg.start_soon(self._watch_paths, [d.root for d in self._dirs], True, files_stop)
+            if self._catalogs:
+                parents = sorted({p.parent for p in self._catalogs})
+                tg.start_soon(self._watch_paths, parents, False, files_stop)
+            for server in self.sources.server_sources():
+                tg.start_soon(self._serve_server, server)
+            if stop is not None:
+                while not stop.is_set():
+                    await anyio.sleep(_STOP_POLL)
+                files_stop.set()
+                tg.cancel_scope.cancel()
+
+    # -- writes ------------------------------------------------------------------------------
+    def _apply(self, loaded: Loaded) -> SourceSummary:
+        with self._write_lock:
+            summary = apply_listing(self.engine, loaded)
+        self._report(summary)
+        return summary
+
+    def _report(self, summary: SourceSummary) -> None:
+        if summary.error:
+            log.warning("watch: %s kept as it was: %s", summary.source, summary.error)
+        elif summary.added or summary.updated or summary.deleted:
+            log.info(
+                "watch: %s +%d ~%d -%d",
+                summary.source,
+                summary.added,
+                summary.updated,
+                summary.deleted,
+            )
+        if self.on_sync is not None:
+            self.on_sync(summary)
+
+    def _read_and_apply(self, source: Source) -> SourceSummary:
+        try:
+            loaded = source.read()
+        except IngestError as exc:
+            if isinstance(source, CatalogFile) and not source.path.exists():
+                loaded = Loaded(source=source.name)  # deleted on purpose: its tools go too
+            else:
+                summary = SourceSummary(source=source.name, error=str(exc))
+                self._report(summary)
+                return summary
+        return self._apply(loaded)
+
+    async def _sync_source(self, source: Source) -> None:
+        await anyio.to_thread.run_sync(self._read_and_apply, source)
+
+    # -- files -------------------------------------------------------------------------------
+    def _owners(self, changed: set[Path]) -> list[Source]:
+        owners: list[Source] = []
+        for tool_dir in self._dirs:
+            if any(p == tool_dir.root or tool_dir.root in p.parents for p in changed):
+                owners.append(tool_dir)
+        owners.extend(c for path, c in self._catalogs.items() if path in changed)
+        return owners
+
+    async def _watch_paths(self, roots: list[Path], recursive: bool, stop: anyio.Event) -> None:
+        async for changes in watchfiles.awatch(
+            *roots,
+            debounce=self.debounce_ms,
+            step=min(50, self.debounce_ms),
+            recursive=recursive,
+            stop_event=stop,
+        ):
+            changed = {Path(path).resolve() for _, path in changes}
+            for source in self._owners(changed):
+                await self._sync_source(source)
+
+    # -- MCP servers -------------------------------------------------------------------------
+    async def _serve_server(self, source: McpSource) -> None:
+        while True:
+            try:
+                await self._session(source)
+            except ToolscoutError as exc:
+                summary = SourceSummary(source=source.name, error=str(exc))
+                await anyio.to_thread.run_sync(self._report, summary)
+            except Exception as exc:  # edge: a broken session must not stop the other watches
+                log.exception("watch: session with %s failed", source.name)
+                summary = SourceSummary(source=source.name, error=describe(exc))
+                await anyio.to_thread.run_sync(self._report, summary)
+            await anyio.sleep(self.retry_interval)
+
+    async def _session(self, source: McpSource) -> None:
+        changed = [anyio.Event()]
+
+        async def on_message(message: IncomingMessage) -> None:
+            if is_change_notification(message):
+                changed[0].set()
+
+        async with (
+            source.connect(message_handler=on_message) as client,
+            anyio.create_task_group() as tg,
+        ):
+            if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                await tg.start(self._listen, client, changed)
+            while True:
+                changed[0] = anyio.Event()  # before listing: a change during it re-lists
+                loaded = await source.list_items(client)
+                await anyio.to_thread.run_sync(self._apply, loaded)
+                with anyio.move_on_after(self.relist_interval):
+                    await changed[0].wait()
+
+    async def _listen(
+        self,
+        client: Client,
+        changed: list[anyio.Event],
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        try:
+            async with client.listen(
+                tools_list_changed=True, prompts_list_changed=True, resources_list_changed=True
+            ) as subscription:
+                task_status.started()
+                async for _event in subscription:
+                    changed[0].set()
+        except (ListenNotSupportedError, MCPError) as exc:
+            # No listen stream on this server: the re-list interval still applies.
+            log.info("watch: %s offers no change stream (%s)", client, describe(exc))
+            task_status.started()
