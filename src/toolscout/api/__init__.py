@@ -1,0 +1,1 @@
+"""Serving edges: the REST API (http), the MCP server (mcp), access control and metrics."""

@@ -1,0 +1,288 @@
+"""The REST API: ``create_app(engine, settings)`` builds a FastAPI app over one Engine.
+
+Every route is one Engine call plus rendering. Routes are plain ``def`` functions, so FastAPI
+runs them in its worker threads and the synchronous engine never blocks the event loop. Errors
+are answered from the one table in :mod:`toolscout.api.errors`; an ``except Exception`` exists
+only in the last-resort handler here, which logs and answers 500.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from toolscout.api.auth import Access, KeyPolicy, bearer_token, check_access
+from toolscout.api.errors import body_for, error_body, validation_body
+from toolscout.api.jobs import JobRunner
+from toolscout.api.metrics import Metrics, MetricsMiddleware
+from toolscout.api.schemas import (
+    FlatSearchResponse,
+    Health,
+    SearchMetadata,
+    SearchRequest,
+    SearchResponse,
+    SkillMatchesResponse,
+    SkillOut,
+    ToolDetail,
+    ToolHitsResponse,
+    ToolOut,
+    ToolPage,
+)
+from toolscout.config import Settings, load_settings
+from toolscout.engine import Engine
+from toolscout.errors import StoreError, ToolscoutError
+from toolscout.models import HierarchicalRequest, ItemType, SearchMode
+
+log = logging.getLogger("toolscout.api")
+
+API = "/api/v1"
+
+
+def access(level: Access) -> Callable[[Request], Coroutine[Any, Any, None]]:
+    """A dependency enforcing the key policy for ``level`` (async: no thread hop for it).
+
+    Raises:
+        AccessDenied: answered 401/403 by the error table.
+    """
+
+    async def dependency(request: Request) -> None:
+        policy: KeyPolicy = request.app.state.policy
+        client = request.client.host if request.client else None
+        check_access(policy, level, bearer_token(request.headers.get("authorization")), client)
+
+    return dependency
+
+
+Read = Depends(access(Access.READ))
+Write = Depends(access(Access.WRITE))
+
+
+def _engine(request: Request) -> Engine:
+    engine: Engine = request.app.state.engine
+    return engine
+
+
+EngineDep = Annotated[Engine, Depends(_engine)]
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    async def on_toolscout(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, ToolscoutError)
+        status, body = body_for(exc)
+        if status >= 500:
+            log.error("%s %s failed: %s", request.method, request.url.path, exc)
+        return JSONResponse(body, status_code=status)
+
+    async def on_validation(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        return JSONResponse(validation_body(exc.errors()), status_code=422)
+
+    async def on_http(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, StarletteHTTPException)
+        code = "not_found" if exc.status_code == 404 else "http_error"
+        body = error_body(code, str(exc.detail))
+        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+
+    async def on_crash(request: Request, exc: Exception) -> JSONResponse:
+        # The edge of the edge: a bug, never a client mistake. Log it, answer without details.
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return JSONResponse(error_body("internal_error", "internal server error"), status_code=500)
+
+    app.add_exception_handler(ToolscoutError, on_toolscout)
+    app.add_exception_handler(RequestValidationError, on_validation)
+    app.add_exception_handler(StarletteHTTPException, on_http)
+    app.add_exception_handler(Exception, on_crash)
+
+
+def _split(value: str | None) -> list[str] | None:
+    items = [v.strip() for v in (value or "").split(",") if v.strip()]
+    return items or None
+
+
+def _search_routes(app: FastAPI) -> None:
+    @app.post(f"{API}/search", dependencies=[Read], tags=["search"])
+    def search(body: SearchRequest, engine: EngineDep, request: Request) -> SearchResponse:
+        """Hierarchical search: skills first, then tools inside them (the search contract)."""
+        result = engine.find(HierarchicalRequest(**body.model_dump()))
+        metrics: Metrics = request.app.state.metrics
+        metrics.observe_stages(result.metadata.get("stage_ms", {}))
+        return SearchResponse(
+            tools=[ToolOut.of(h) for h in result.tools],
+            matched_skills=[SkillOut.of_match(m) for m in result.matched_skills],
+            metadata=SearchMetadata.model_validate(result.metadata),
+        )
+
+    @app.get(f"{API}/search", dependencies=[Read], tags=["search"])
+    def flat_search(
+        engine: EngineDep,
+        query: str,
+        mode: SearchMode = SearchMode.HYBRID,
+        item_type: ItemType | None = None,
+        server: str | None = None,
+        limit: Annotated[int, Query(ge=1, le=50)] = 5,
+    ) -> FlatSearchResponse:
+        """The core engine's flat search over every tool (what ``toolscout search`` runs)."""
+        result = engine.search(
+            query,
+            mode=mode,
+            limit=limit,
+            servers=[server] if server else None,
+            item_types=[item_type] if item_type else None,
+        )
+        return FlatSearchResponse.of(result)
+
+    @app.get(f"{API}/search/skills", dependencies=[Read], tags=["search"])
+    def search_skills(
+        engine: EngineDep,
+        query: str,
+        limit: Annotated[int, Query(ge=1, le=50)] = 5,
+        threshold: Annotated[float, Query(ge=0.0, le=1.0)] = 0.4,
+    ) -> SkillMatchesResponse:
+        """Stage 1 alone: the active skills matching a query, with tool counts."""
+        matches = engine.match_skills(query, limit=limit, threshold=threshold)
+        return SkillMatchesResponse(skills=[SkillOut.of_match(m) for m in matches])
+
+    @app.get(f"{API}/search/tools", dependencies=[Read], tags=["search"])
+    def search_tools(
+        engine: EngineDep,
+        query: str,
+        skill_ids: Annotated[str | None, Query(description="Comma-separated skill ids.")] = None,
+        item_type: ItemType | None = None,
+        limit: Annotated[int, Query(ge=1, le=50)] = 10,
+        threshold: Annotated[float, Query(ge=0.0, le=1.0)] = 0.3,
+    ) -> ToolHitsResponse:
+        """Stage 2 alone: tools ranked inside the given skills (all tools without skill_ids)."""
+        hits = engine.search_in_skills(
+            query,
+            skill_ids=_split(skill_ids),
+            item_type=item_type,
+            limit=limit,
+            threshold=threshold,
+        )
+        return ToolHitsResponse(tools=[ToolOut.of(h) for h in hits])
+
+
+def _tool_routes(app: FastAPI) -> None:
+    @app.get(f"{API}/tools/{{tool_id:path}}", dependencies=[Read], tags=["tools"])
+    def get_tool(tool_id: str, engine: EngineDep) -> ToolDetail:
+        """One tool with its input and output schemas."""
+        return ToolDetail.of(engine.get_tool(tool_id))
+
+    @app.get(f"{API}/tools", dependencies=[Read], tags=["tools"])
+    def list_tools(
+        engine: EngineDep,
+        server: str | None = None,
+        skill_id: str | None = None,
+        item_type: ItemType | None = None,
+        offset: Annotated[int, Query(ge=0)] = 0,
+        limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    ) -> ToolPage:
+        """A page of tools ordered by id, optionally filtered (schemas left out)."""
+        tools, total = engine.list_tools(
+            servers=[server] if server else None,
+            skill_ids=[skill_id] if skill_id else None,
+            item_types=[item_type] if item_type else None,
+            offset=offset,
+            limit=limit,
+        )
+        items = [ToolDetail.of(t, include_schemas=False) for t in tools]
+        return ToolPage(items=items, total=total, offset=offset, limit=limit)
+
+
+def _health(engine: Engine) -> tuple[int, Health]:
+    name = getattr(engine.embedder, "name", None)
+    try:
+        info = engine.info()
+        skills = engine.skills.list() if hasattr(engine, "skills") else None
+    except StoreError as exc:
+        log.warning("health: store unreachable: %s", exc)
+        health = Health(
+            status="degraded",
+            store=engine.store.url,
+            store_reachable=False,
+            model=name,
+            model_loaded=name is not None,
+            tools=0,
+        )
+        return 503, health
+    health = Health(
+        status="ok",
+        store=str(info["store"]),
+        store_reachable=True,
+        model=name,
+        model_loaded=name is not None,
+        tools=int(info["tools"]),
+        skills=len(skills) if skills is not None else None,
+        query_cache=engine.query_cache_stats(),
+    )
+    return 200, health
+
+
+def _service_routes(app: FastAPI) -> None:
+    @app.get("/health", tags=["service"], response_model=Health)
+    def health(engine: EngineDep) -> JSONResponse:
+        """Store reachable, model loaded, counts (open: carries no tool data)."""
+        status, body = _health(engine)
+        return JSONResponse(body.model_dump(), status_code=status)
+
+    @app.get("/metrics", dependencies=[Read], tags=["service"], response_class=Response)
+    def metrics(request: Request, engine: EngineDep) -> Response:
+        """Prometheus text format: requests and latency per route, search stage timings."""
+        m: Metrics = request.app.state.metrics
+        return Response(m.render(engine.query_cache_stats), media_type=m.content_type)
+
+
+def create_app(
+    engine: Engine, settings: Settings | None = None, *, own_engine: bool = False
+) -> FastAPI:
+    """The REST API over ``engine``; keys and limits come from ``settings``.
+
+    With ``own_engine`` the app closes the engine when it shuts down.
+
+    Raises:
+        ConfigError: settings cannot be loaded (only when ``settings`` is None).
+    """
+    s = settings if settings is not None else load_settings()
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        if own_engine:
+            engine.close()
+
+    app = FastAPI(
+        title="toolscout",
+        summary="Find the right tools for an AI agent.",
+        version="0.1.0",
+        lifespan=lifespan,
+    )
+    app.state.engine = engine
+    app.state.policy = KeyPolicy(api_key=s.api_key, read_key=s.read_key)
+    app.state.metrics = Metrics()
+    app.state.jobs = JobRunner()
+    _install_error_handlers(app)
+    _search_routes(app)
+    _tool_routes(app)
+    _service_routes(app)
+    from toolscout.api.skills_http import skill_routes  # it imports this module's helpers
+
+    skill_routes(app)
+    app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """Factory for ``uvicorn --factory`` (one per worker): Settings from env, own engine.
+
+    Raises:
+        ConfigError, StoreError, EmbedError: the engine cannot be opened.
+    """
+    settings = load_settings()
+    return create_app(Engine.open(settings), settings, own_engine=True)

@@ -1,0 +1,336 @@
+"""Wire models of the REST API (pydantic lives here, at the edge, and nowhere in the core).
+
+Request models forbid unknown fields so a misspelt parameter is a 422 naming it rather than a
+silently ignored default. Bounds repeat the engine's so they show in the OpenAPI document; the
+engine checks them again for every other caller.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from toolscout.models import (
+    ClassifyReport,
+    ItemType,
+    SearchMode,
+    SearchResult,
+    Skill,
+    SkillMatch,
+    Suggestion,
+    Tool,
+    ToolHit,
+)
+
+SKILL_ID_PATTERN = r"^[a-z][a-z0-9_]*$"
+Strategy = Literal["hierarchical", "direct", "hybrid"]
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SearchRequest(_Request):
+    """The hierarchical search request of the search contract."""
+
+    query: str = Field(max_length=1000, description="What the agent wants to do.")
+    item_type: ItemType | None = None
+    limit: int = Field(default=5, ge=1, le=50)
+    skill_limit: int = Field(default=3, ge=1, le=50)
+    skill_threshold: float = Field(default=0.4, ge=0.0, le=1.0)
+    tool_threshold: float = Field(default=0.3, ge=0.0, le=1.0)
+    include_schemas: bool = False
+    strategy: Strategy = "hierarchical"
+
+
+class ToolOut(BaseModel):
+    """A tool in a search result; ``schema`` is its input schema when asked for."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    id: str
+    name: str
+    description: str
+    item_type: ItemType
+    server: str | None
+    category: str | None
+    score: float
+    skill_ids: list[str]
+    primary_skill: str | None
+    input_schema: dict[str, Any] | None = Field(default=None, serialization_alias="schema")
+
+    @classmethod
+    def of(cls, hit: ToolHit) -> ToolOut:
+        t = hit.tool
+        return cls(
+            id=t.id,
+            name=t.name,
+            description=t.description,
+            item_type=t.item_type,
+            server=t.server,
+            category=t.category,
+            score=round(hit.score, 6),
+            skill_ids=list(hit.skill_ids),
+            primary_skill=hit.primary_skill,
+            input_schema=hit.schema,
+        )
+
+
+class SkillOut(BaseModel):
+    """A skill with its tool count and, in search results, its query score."""
+
+    id: str
+    name: str
+    description: str
+    keywords: list[str]
+    examples: list[str]
+    parent: str | None
+    is_active: bool
+    created_at: str
+    updated_at: str
+    tool_count: int | None = None
+    score: float | None = None
+
+    @classmethod
+    def of(
+        cls, skill: Skill, *, tool_count: int | None = None, score: float | None = None
+    ) -> SkillOut:
+        data = skill.to_dict()
+        return cls(**data, tool_count=tool_count, score=score)
+
+    @classmethod
+    def of_match(cls, match: SkillMatch, *, scored: bool = True) -> SkillOut:
+        return cls.of(
+            match.skill,
+            tool_count=match.tool_count,
+            score=round(match.score, 6) if scored else None,
+        )
+
+
+class SearchMetadata(BaseModel):
+    """How the search ran: strategy, skills used, stage counts and times (ms)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    strategy: str
+    skill_ids_used: list[str] | None = None
+    stage1_count: int = 0
+    stage2_candidates: int = 0
+    final_count: int = 0
+    stage_ms: dict[str, float] = Field(default_factory=dict)
+    searched_fraction: float | None = None
+
+
+class SearchResponse(BaseModel):
+    """The hierarchical search response of the search contract."""
+
+    tools: list[ToolOut]
+    matched_skills: list[SkillOut]
+    metadata: SearchMetadata
+
+
+class FlatHit(BaseModel):
+    """One tool of a flat search, with the rank it had in each retrieval leg."""
+
+    id: str
+    name: str
+    description: str
+    item_type: ItemType
+    server: str | None
+    category: str | None
+    score: float
+    lexical_rank: int | None
+    vector_rank: int | None
+
+
+class FlatSearchResponse(BaseModel):
+    """The core engine's flat (single-stage) search result."""
+
+    query: str
+    mode: SearchMode
+    hits: list[FlatHit]
+    timings_ms: dict[str, float]
+
+    @classmethod
+    def of(cls, result: SearchResult) -> FlatSearchResponse:
+        hits = [
+            FlatHit(
+                id=h.tool.id,
+                name=h.tool.name,
+                description=h.tool.description,
+                item_type=h.tool.item_type,
+                server=h.tool.server,
+                category=h.tool.category,
+                score=round(h.score, 6),
+                lexical_rank=h.lexical_rank,
+                vector_rank=h.vector_rank,
+            )
+            for h in result.hits
+        ]
+        timings = {k: round(v, 3) for k, v in result.timings_ms.items()}
+        return cls(query=result.query, mode=result.mode, hits=hits, timings_ms=timings)
+
+
+class ToolHitsResponse(BaseModel):
+    """Stage 2 alone: tools ranked inside the given skills."""
+
+    tools: list[ToolOut]
+
+
+class SkillMatchesResponse(BaseModel):
+    """Stage 1 alone: the skills that match a query."""
+
+    skills: list[SkillOut]
+
+
+class ToolDetail(BaseModel):
+    """One tool with its schemas."""
+
+    id: str
+    name: str
+    description: str
+    item_type: ItemType
+    server: str | None
+    source: str | None
+    category: str | None
+    annotations: dict[str, Any]
+    content_hash: str
+    input_schema: dict[str, Any] | None = None
+    output_schema: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, tool: Tool, *, include_schemas: bool = True) -> ToolDetail:
+        return cls(**tool.to_dict(include_schemas=include_schemas))
+
+
+class ToolPage(BaseModel):
+    """A page of tools (without schemas) and how many match in all."""
+
+    items: list[ToolDetail]
+    total: int
+    offset: int
+    limit: int
+
+
+class SkillCreate(_Request):
+    """A new skill. ``id`` is permanent: lowercase letters, digits and underscores."""
+
+    id: str = Field(pattern=SKILL_ID_PATTERN, max_length=64)
+    name: str = Field(min_length=1, max_length=200)
+    description: str = Field(default="", max_length=4000)
+    keywords: list[str] = Field(default_factory=list, max_length=100)
+    examples: list[str] = Field(default_factory=list, max_length=100)
+    parent: str | None = Field(default=None, pattern=SKILL_ID_PATTERN, max_length=64)
+    is_active: bool = True
+
+    def to_skill(self) -> Skill:
+        return Skill(
+            id=self.id,
+            name=self.name,
+            description=self.description,
+            keywords=tuple(self.keywords),
+            examples=tuple(self.examples),
+            parent=self.parent,
+            is_active=self.is_active,
+        )
+
+
+class SkillUpdate(_Request):
+    """Fields to change on a skill; the ones left out keep their values."""
+
+    name: str | None = Field(default=None, min_length=1, max_length=200)
+    description: str | None = Field(default=None, max_length=4000)
+    keywords: list[str] | None = Field(default=None, max_length=100)
+    examples: list[str] | None = Field(default=None, max_length=100)
+    parent: str | None = Field(default=None, pattern=SKILL_ID_PATTERN, max_length=64)
+
+    def changes(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in self.model_dump(exclude_unset=True).items():
+            out[key] = tuple(value) if isinstance(value, list) else value
+        return out
+
+
+class SkillList(BaseModel):
+    """Every skill with its tool count."""
+
+    skills: list[SkillOut]
+
+
+class SuggestionOut(BaseModel):
+    """A proposed skill waiting for a human decision."""
+
+    id: int
+    skill_id: str
+    name: str
+    description: str
+    source_tool_id: str
+    status: str
+    reason: str | None
+    created_at: str
+
+    @classmethod
+    def of(cls, s: Suggestion) -> SuggestionOut:
+        return cls(
+            id=s.id,
+            skill_id=s.skill_id,
+            name=s.name,
+            description=s.description,
+            source_tool_id=s.source_tool_id,
+            status=s.status,
+            reason=s.reason,
+            created_at=s.created_at,
+        )
+
+
+class SuggestionList(BaseModel):
+    suggestions: list[SuggestionOut]
+
+
+class RejectRequest(_Request):
+    reason: str = Field(min_length=1, max_length=2000)
+
+
+class ClassifyRequest(_Request):
+    """Start batch classification of unclassified tools (or all of them)."""
+
+    all: bool = False
+    concurrency: int = Field(default=4, ge=1, le=32)
+
+
+class JobOut(BaseModel):
+    """A background classification job and its progress."""
+
+    id: str
+    status: Literal["running", "done", "failed"]
+    processed: int
+    total: int
+    errors: int
+    failed: list[str] = Field(default_factory=list)
+    message: str | None = None
+    started_at: str
+    finished_at: str | None = None
+
+
+class Health(BaseModel):
+    """Liveness plus what the server serves."""
+
+    status: Literal["ok", "degraded"]
+    store: str
+    store_reachable: bool
+    model: str | None
+    model_loaded: bool
+    tools: int
+    skills: int | None = None
+    query_cache: dict[str, int] | None = None
+
+
+def report_counts(report: ClassifyReport) -> dict[str, Any]:
+    """The progress fields of a finished job."""
+    return {
+        "processed": report.processed,
+        "total": report.total,
+        "errors": report.errors,
+        "failed": list(report.failed),
+    }
