@@ -130,42 +130,47 @@ def parse_server(
     Raises:
         IngestError: naming the server and the field that is missing or malformed.
     """
-    env_source = os.environ if environ is None else environ
     try:
-        if not isinstance(entry, dict):
-            raise _EntryError("(entry)", f"must be an object, got {type(entry).__name__}")
-        url = entry.get("url", entry.get("serverUrl"))
-        if url is not None and not isinstance(url, str):
-            raise _EntryError("url", "must be a string")
-        url = _expand(url, "url", env_source) if url else None
-        kind = _transport(entry, url)
-        command = entry.get("command")
-        if kind == "stdio":
-            if not isinstance(command, str) or not command.strip():
-                raise _EntryError("command", "is required for a stdio server; or give a url")
-            command = _expand(command, "command", env_source)
-        elif not url:
-            raise _EntryError("url", f"is required for a {kind} server")
-        cwd = entry.get("cwd")
-        if cwd is not None and not isinstance(cwd, str):
-            raise _EntryError("cwd", "must be a string")
-        per_server = entry.get("timeout")
-        if per_server is not None and (not isinstance(per_server, int | float) or per_server <= 0):
-            raise _EntryError("timeout", "must be a positive number of seconds")
-        return ServerSpec(
-            name=name,
-            transport=kind,
-            command=command if kind == "stdio" else None,
-            args=_strings(entry.get("args"), "args", env_source),
-            env=_mapping(entry.get("env"), "env", env_source),
-            cwd=_expand(cwd, "cwd", env_source) if cwd else None,
-            url=url if kind != "stdio" else None,
-            headers=_mapping(entry.get("headers"), "headers", env_source),
-            timeout=float(per_server) if per_server is not None else timeout,
-            origin=origin,
-        )
+        return _parse(name, entry, origin, timeout, os.environ if environ is None else environ)
     except _EntryError as exc:
         raise IngestError(f"{origin}: server {name!r}: {exc.field}: {exc}") from None
+
+
+def _parse(
+    name: str, entry: Any, origin: str, timeout: float, env_source: Mapping[str, str]
+) -> ServerSpec:
+    if not isinstance(entry, dict):
+        raise _EntryError("(entry)", f"must be an object, got {type(entry).__name__}")
+    url = entry.get("url", entry.get("serverUrl"))
+    if url is not None and not isinstance(url, str):
+        raise _EntryError("url", "must be a string")
+    url = _expand(url, "url", env_source) if url else None
+    kind = _transport(entry, url)
+    command = entry.get("command")
+    if kind == "stdio":
+        if not isinstance(command, str) or not command.strip():
+            raise _EntryError("command", "is required for a stdio server; or give a url")
+        command = _expand(command, "command", env_source)
+    elif not url:
+        raise _EntryError("url", f"is required for a {kind} server")
+    cwd = entry.get("cwd")
+    if cwd is not None and not isinstance(cwd, str):
+        raise _EntryError("cwd", "must be a string")
+    per_server = entry.get("timeout")
+    if per_server is not None and (not isinstance(per_server, int | float) or per_server <= 0):
+        raise _EntryError("timeout", "must be a positive number of seconds")
+    return ServerSpec(
+        name=name,
+        transport=kind,
+        command=command if kind == "stdio" else None,
+        args=_strings(entry.get("args"), "args", env_source),
+        env=_mapping(entry.get("env"), "env", env_source),
+        cwd=_expand(cwd, "cwd", env_source) if cwd else None,
+        url=url if kind != "stdio" else None,
+        headers=_mapping(entry.get("headers"), "headers", env_source),
+        timeout=float(per_server) if per_server is not None else timeout,
+        origin=origin,
+    )
 
 
 def _server_table(doc: Any, where: str) -> dict[str, Any]:
@@ -209,9 +214,9 @@ def read_mcp_config(path: str | Path, *, timeout: float = DEFAULT_TIMEOUT) -> Se
         if isinstance(entry, dict) and entry.get("disabled") is True:
             continue
         try:
-            out.servers.append(parse_server(str(name), entry, origin=where, timeout=timeout))
-        except IngestError as exc:
-            out.problems.append(Problem(f"{where}: server {name!r}", "(server)", str(exc)))
+            out.servers.append(_parse(str(name), entry, where, timeout, os.environ))
+        except _EntryError as exc:
+            out.problems.append(Problem(f"{where}: server {name!r}", exc.field, str(exc)))
     return out
 
 
@@ -227,7 +232,7 @@ def servers_from_settings(
     for name, entry in table.items():
         raw = entry.model_dump(exclude_none=True) if hasattr(entry, "model_dump") else entry
         try:
-            out.servers.append(parse_server(name, raw, origin="settings", timeout=timeout))
-        except IngestError as exc:
-            out.problems.append(Problem(f"settings: server {name!r}", "(server)", str(exc)))
+            out.servers.append(_parse(name, raw, "settings", timeout, os.environ))
+        except _EntryError as exc:
+            out.problems.append(Problem(f"settings: server {name!r}", exc.field, str(exc)))
     return out

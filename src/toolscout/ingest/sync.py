@@ -126,7 +126,7 @@ def sync_source(
     try:
         loaded = source.read()
     except IngestError as exc:
-        log.warning("sync: %s kept as it was: %s", source.name, exc)
+        log.info("sync: %s kept as it was: %s", source.name, exc)
         return SourceSummary(source=source.name, error=str(exc))
     return apply_listing(engine, loaded, progress=progress)
 
