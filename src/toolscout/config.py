@@ -66,6 +66,9 @@ class Settings(BaseSettings):
     llm_api_key: str | None = None
     llm_timeout: float = 30.0
     llm_retries: int = 2
+    skills_starter: bool = Field(
+        default=True, description="load the starter skill catalog into an index with no skills"
+    )
 
     api_key: str | None = None
     read_key: str | None = None

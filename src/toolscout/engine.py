@@ -30,6 +30,7 @@ from toolscout.models import (
 from toolscout.search.document import embed_text, lexical_fields
 from toolscout.search.hybrid import DEFAULT_FIELD_WEIGHTS, HybridSearcher, SearchConfig, check_query
 from toolscout.search.text import ANALYZER_VERSION
+from toolscout.skills.ops import SkillOps
 from toolscout.store.base import IndexEntry, IndexIdentity, Store, open_store
 
 log = logging.getLogger("toolscout")
@@ -58,7 +59,7 @@ def prepare(tool: Tool, enrichment: dict[str, str] | None = None) -> Prepared:
     return Prepared(tool, fields, text, hashlib.sha256(blob.encode("utf-8")).hexdigest())
 
 
-class Engine:
+class Engine(SkillOps):
     """The toolscout library API."""
 
     def __init__(
@@ -99,7 +100,9 @@ class Engine:
             field_weights=tuple(s.field_weights) if s.field_weights else DEFAULT_FIELD_WEIGHTS,
         )
         try:
-            return cls(store, embedder, config=config)
+            engine = cls(store, embedder, config=config)
+            engine.configure_skills(s)
+            return engine
         except Exception:
             store.close()
             raise
@@ -146,12 +149,15 @@ class Engine:
                 continue
             todo.append(prepared)
         self._write(todo, report, progress)
+        lost: set[str] = set()  # skills whose tools were deleted: their centroids change
         if prune and sources:
             gone = [
                 tid for tid in self.store.hashes(Filters(sources=tuple(sorted(sources))))
                 if tid not in tools
             ]
+            lost = self._skills_of(gone)
             report.deleted = self.store.delete(gone)
+        self._skills_after_index([p.tool.id for p in todo], lost)
         return report
 
     def _write(self, todo: Sequence[Prepared], report: IndexReport, progress: Progress | None) -> None:
@@ -172,7 +178,10 @@ class Engine:
 
     def delete(self, ids: Sequence[str]) -> int:
         """Raises: StoreError."""
-        return self.store.delete(ids)
+        lost = self._skills_of(ids)
+        removed = self.store.delete(ids)
+        self._skills_after_index([], lost)
+        return removed
 
     # -- search -----------------------------------------------------------------------------
     def search(

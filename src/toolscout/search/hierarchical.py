@@ -1,0 +1,276 @@
+"""Two-stage search: skills that fit the request, then the tools inside them (issue 3).
+
+Stage 1 scores active skills against the query (embedded once; the same vectors feed stage 2).
+Stage 2 runs the core hybrid search restricted to tools of the matched skills. Stage 3 loads
+input schemas for the returned tools only, when asked. With no skills, no match or a stage-1
+error the search falls back to the unfiltered catalog and says so (``skill_ids_used = None``).
+
+Skill score: the best cosine similarity between any query row (whole query, then each clause
+of a multi-request query) and the skill's vector - the centroid of its tools, or for a skill
+without tools the embedding of its own description - clipped to 0..1.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+
+import numpy as np
+from numpy.typing import NDArray
+
+from toolscout.errors import QueryError
+from toolscout.models import (
+    Filters,
+    HierarchicalRequest,
+    HierarchicalResult,
+    ItemType,
+    Ranked,
+    SearchMode,
+    Skill,
+    SkillMatch,
+    ToolHit,
+)
+from toolscout.search.hybrid import HybridSearcher, check_query
+from toolscout.store.base import Store
+
+log = logging.getLogger("toolscout.search")
+
+STRATEGIES = ("hierarchical", "direct", "hybrid")
+MAX_LIMIT = 50
+MAX_SKILL_LIMIT = 20
+UNCATEGORIZED = "uncategorized"
+Vectors = NDArray[np.float32]
+
+
+def validate(request: HierarchicalRequest) -> HierarchicalRequest:
+    """Check every field; returns the request with a stripped query and a parsed item type.
+
+    Raises:
+        QueryError: naming the field (query, limit, skill_limit, skill_threshold,
+        tool_threshold, strategy, item_type).
+    """
+    text = check_query(request.query)
+    _int_in("limit", request.limit, 1, MAX_LIMIT)
+    _int_in("skill_limit", request.skill_limit, 1, MAX_SKILL_LIMIT)
+    _unit("skill_threshold", request.skill_threshold)
+    _unit("tool_threshold", request.tool_threshold)
+    if request.strategy not in STRATEGIES:
+        raise QueryError(
+            "strategy", f"must be one of {', '.join(STRATEGIES)}; got {request.strategy!r}"
+        )
+    item_type = request.item_type
+    if item_type is not None and not isinstance(item_type, ItemType):
+        try:
+            item_type = ItemType(item_type)
+        except ValueError:
+            raise QueryError(
+                "item_type", f"must be tool, prompt, resource or null; got {item_type!r}"
+            ) from None
+    return replace(request, query=text, item_type=item_type)
+
+
+def _int_in(name: str, value: object, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise QueryError(name, f"must be an integer from {low} to {high}; got {value!r}")
+
+
+def _unit(name: str, value: object) -> None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if not ok or not math.isfinite(float(value)) or not 0.0 <= float(value) <= 1.0:  # type: ignore[arg-type]
+        raise QueryError(name, f"must be a number from 0 to 1; got {value!r}")
+
+
+@dataclass(frozen=True)
+class SkillIndex:
+    """Active skills and the vectors stage 1 compares queries with (one row per skill)."""
+
+    skills: tuple[Skill, ...]
+    counts: dict[str, int]
+    matrix: Vectors
+
+
+class HierarchicalSearcher:
+    """Runs the contract's strategies over a store and the core hybrid searcher."""
+
+    def __init__(self, store: Store, searcher: HybridSearcher) -> None:
+        self.store = store
+        self.searcher = searcher
+        self._index: tuple[str | None, SkillIndex] | None = None
+
+    # -- stage 1 ----------------------------------------------------------------------------
+    def skill_index(self) -> SkillIndex:
+        """The active skills with their vectors, cached until the store's skills change."""
+        version = self.store.get_meta("skills_version")
+        if self._index is not None and self._index[0] == version:
+            return self._index[1]
+        centroids = self.store.skill_vectors()
+        profiles = self.store.skill_profiles()
+        counts = self.store.skill_tool_counts()
+        rows: list[Vectors] = []
+        skills: list[Skill] = []
+        for skill in self.store.list_skills(include_inactive=False):
+            vec = centroids.get(skill.id)
+            if vec is None and skill.id in profiles:
+                vec = profiles[skill.id][1]
+            if vec is not None:
+                skills.append(skill)
+                rows.append(vec)
+        dim = self.searcher.embedder.dim
+        matrix = np.stack(rows) if rows else np.zeros((0, dim), dtype=np.float32)
+        index = SkillIndex(tuple(skills), counts, matrix)
+        self._index = (version, index)
+        return index
+
+    def match_skills(self, vectors: Vectors, *, limit: int, threshold: float) -> list[SkillMatch]:
+        """Active skills scoring at least ``threshold``, best first (ties by id)."""
+        index = self.skill_index()
+        if not index.skills:
+            return []
+        scores = np.clip((vectors @ index.matrix.T).max(axis=0), 0.0, 1.0)
+        ranked = sorted(
+            ((float(scores[i]), s) for i, s in enumerate(index.skills)),
+            key=lambda p: (-p[0], p[1].id),
+        )
+        return [
+            SkillMatch(s, round(score, 6), index.counts.get(s.id, 0))
+            for score, s in ranked[:limit]
+            if score >= threshold
+        ]
+
+    # -- stage 2 and 3 ------------------------------------------------------------------------
+    def search_tools(
+        self,
+        text: str,
+        vectors: Vectors,
+        *,
+        skill_ids: Sequence[str] | None,
+        item_type: ItemType | None,
+        limit: int,
+        threshold: float,
+    ) -> tuple[list[Ranked], int]:
+        """Hybrid search restricted to ``skill_ids`` (None: the whole catalog); returns the
+        ranked tools at or above ``threshold`` and how many tools the restriction allowed."""
+        filters = Filters(
+            skill_ids=tuple(skill_ids) if skill_ids is not None else None,
+            item_types=(item_type,) if item_type is not None else None,
+        )
+        ranked = self.searcher.search(
+            text, mode=SearchMode.HYBRID, limit=limit, filters=filters, query_vectors=vectors
+        )
+        candidates = self.store.count(filters)
+        return [r for r in ranked if r.score >= threshold], candidates
+
+    def hits(self, ranked: Sequence[Ranked], *, include_schemas: bool) -> list[ToolHit]:
+        """Load the ranked tools (without schemas), their skills, and schemas when asked."""
+        ids = [r.id for r in ranked]
+        tools = self.store.get_light(ids)
+        assigned = self.store.assignments(ids)
+        schemas = self.store.schemas(ids) if include_schemas else {}
+        out: list[ToolHit] = []
+        for r in ranked:
+            tool = tools.get(r.id)
+            if tool is None:  # deleted between the stages
+                continue
+            rows = assigned.get(r.id, [])
+            primary = next((a.skill_id for a in rows if a.is_primary), None)
+            if primary is None and rows:
+                primary = UNCATEGORIZED
+            out.append(
+                ToolHit(tool, r.score, tuple(a.skill_id for a in rows), primary, schemas.get(r.id))
+            )
+        return out
+
+    # -- strategies ---------------------------------------------------------------------------
+    def find(self, request: HierarchicalRequest) -> HierarchicalResult:
+        """Run ``request`` (validated here).
+
+        Raises:
+            QueryError: naming the invalid field.
+        """
+        req = validate(request)
+        t0 = time.perf_counter()
+        vectors = self.searcher.embed_query(req.query)
+        t_embed = time.perf_counter()
+        if req.strategy == "direct":
+            ranked, matched, used, stage_ms, cand = self._direct(req, vectors)
+        elif req.strategy == "hierarchical":
+            ranked, matched, used, stage_ms, cand = self._hierarchical(req, vectors)
+        else:
+            ranked, matched, used, stage_ms, cand = self._hybrid(req, vectors)
+        t3 = time.perf_counter()
+        tools = self.hits(ranked, include_schemas=req.include_schemas)
+        end = time.perf_counter()
+        total = self.store.count(
+            Filters(item_types=(req.item_type,)) if req.item_type is not None else None
+        )
+        metadata = {
+            "strategy": req.strategy,
+            "skill_ids_used": used,
+            "stage1_count": len(matched),
+            "stage2_candidates": cand,
+            "final_count": len(tools),
+            "stage_ms": {
+                "embed": _ms(t0, t_embed),
+                **stage_ms,
+                "stage3": _ms(t3, end),
+                "total": _ms(t0, end),
+            },
+            "searched_fraction": round(cand / total, 6) if total else 0.0,
+        }
+        return HierarchicalResult(tools, matched, metadata)
+
+    def _direct(self, req: HierarchicalRequest, vectors: Vectors) -> _Stages:
+        t1 = time.perf_counter()
+        ranked, cand = self.search_tools(
+            req.query, vectors, skill_ids=None, item_type=req.item_type,
+            limit=req.limit, threshold=req.tool_threshold,
+        )  # fmt: skip
+        return ranked, [], None, {"stage1": 0.0, "stage2": _ms(t1, time.perf_counter())}, cand
+
+    def _hierarchical(self, req: HierarchicalRequest, vectors: Vectors) -> _Stages:
+        t0 = time.perf_counter()
+        try:
+            matched = self.match_skills(
+                vectors, limit=req.skill_limit, threshold=req.skill_threshold
+            )
+        except Exception as exc:  # stage 1 is an optimisation: never fail the search for it
+            log.warning("skill stage failed, searching every tool: %s", exc)
+            matched = []
+        t1 = time.perf_counter()
+        if not matched:
+            log.warning("no skill matched %r; searching every tool", req.query[:80])
+            used: list[str] | None = None
+        else:
+            used = [m.skill.id for m in matched]
+        ranked, cand = self.search_tools(
+            req.query, vectors, skill_ids=used, item_type=req.item_type,
+            limit=req.limit, threshold=req.tool_threshold,
+        )  # fmt: skip
+        stage_ms = {"stage1": _ms(t0, t1), "stage2": _ms(t1, time.perf_counter())}
+        return ranked, matched, used, stage_ms, cand
+
+    def _hybrid(self, req: HierarchicalRequest, vectors: Vectors) -> _Stages:
+        # Both strategies at once; a tool keeps its better score (ties by id).
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            h = pool.submit(self._hierarchical, req, vectors)
+            d = pool.submit(self._direct, req, vectors)
+            hr, matched, used, h_ms, h_cand = h.result()
+            dr, _, _, d_ms, d_cand = d.result()
+        best: dict[str, Ranked] = {}
+        for r in [*hr, *dr]:
+            if r.id not in best or r.score > best[r.id].score:
+                best[r.id] = r
+        merged = sorted(best.values(), key=lambda r: (-r.score, r.id))[: req.limit]
+        stage_ms = {"stage1": h_ms["stage1"], "stage2": max(h_ms["stage2"], d_ms["stage2"])}
+        return merged, matched, used, stage_ms, max(h_cand, d_cand)
+
+
+_Stages = tuple[list[Ranked], list[SkillMatch], list[str] | None, dict[str, float], int]
+
+
+def _ms(start: float, end: float) -> float:
+    return round((end - start) * 1000, 3)

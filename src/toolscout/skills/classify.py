@@ -1,0 +1,223 @@
+"""Assigning tools to skills: the Classifier protocol, the offline classifier, batch runs.
+
+The offline classifier needs no LLM. It compares a tool's stored vector with each active
+skill's *profile* vector (the embedding of its name, description, keywords and example tools)
+and turns the similarities into confidences with a logistic model of two features:
+
+* ``sim``    - cosine similarity of tool and skill profile;
+* ``margin`` - ``sim`` minus the best similarity among the *other* skills (positive only for
+  the top skill; how clearly it wins).
+
+``confidence = sigmoid(A*sim + B*margin + C)``. A, B and C were fitted by
+``python bench/skills.py calibrate`` (logistic regression, Newton's method) on RapidAPI tools
+from ``toolbench_stable`` whose category maps one-to-one onto a starter skill (Weather ->
+``weather``, Email -> ``email``, ...): the label is "the skill is the tool's category". So a
+confidence of 0.7 means that about 70 % of tools given that confidence on the fitting sample
+really belonged to the skill; docs/BENCHMARKS.md §3 shows the reliability table.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from toolscout.embed.base import Embedder
+from toolscout.errors import ToolscoutError
+from toolscout.models import ClassifyProgress, ClassifyReport, SkillAssignment, Tool
+from toolscout.skills.centroid import recompute_centroids, refresh_profiles
+from toolscout.store.base import Classified, Store
+
+log = logging.getLogger("toolscout.skills")
+
+Vector = NDArray[np.float32]
+
+#: Logistic calibration (see the module docstring; refit with bench/skills.py calibrate).
+CAL_A, CAL_B, CAL_C = 10.0, 15.0, -4.5
+#: A tool keeps at most this many skills ...
+MAX_SKILLS = 3
+#: ... each at least this confident (the most confident one is always kept).
+KEEP_FLOOR = 0.15
+#: The primary skill must reach this confidence; otherwise the tool is ``uncategorized``.
+PRIMARY_FLOOR = 0.5
+CHUNK = 256
+
+
+@dataclass(frozen=True)
+class ProposedSkill:
+    """A skill a classifier thinks is missing from the catalog."""
+
+    id: str
+    name: str
+    description: str
+    keywords: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A classifier's answer for one tool: (skill id, confidence) best first."""
+
+    confidences: tuple[tuple[str, float], ...]
+    classifier: str
+    proposal: ProposedSkill | None = None
+
+
+class Classifier(Protocol):
+    """Classifies one tool given its stored vector. Thread-safe: batch runs call ``classify``
+    from worker threads after one ``prepare``."""
+
+    @property
+    def name(self) -> str: ...
+
+    def prepare(self) -> None:
+        """Load what the classifier needs (skill vectors); called once per run."""
+        ...
+
+    def classify(self, tool: Tool, vector: Vector | None) -> Verdict:
+        """Raises: ToolscoutError when the tool cannot be classified."""
+        ...
+
+
+def sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, x))))
+
+
+def calibrated(sims: NDArray[np.float32]) -> NDArray[np.float64]:
+    """Confidences for a row of similarities (one per skill)."""
+    s = sims.astype(np.float64)
+    if len(s) == 0:
+        return s
+    order = np.argsort(-s)
+    best_other = np.full_like(s, s[order[0]])
+    if len(s) > 1:
+        best_other[order[0]] = s[order[1]]
+    else:
+        best_other[order[0]] = 0.0
+    z = CAL_A * s + CAL_B * (s - best_other) + CAL_C
+    return 1.0 / (1.0 + np.exp(-np.clip(z, -50, 50)))
+
+
+class OfflineClassifier:
+    """Embedding similarity to skill profiles, calibrated (no LLM, no network)."""
+
+    name = "offline"
+
+    def __init__(self, store: Store, embedder: Embedder) -> None:
+        self.store = store
+        self.embedder = embedder
+        self._ids: list[str] = []
+        self._matrix: Vector = np.zeros((0, embedder.dim), dtype=np.float32)
+
+    def prepare(self) -> None:
+        refresh_profiles(self.store, self.embedder)
+        active = {s.id for s in self.store.list_skills(include_inactive=False)}
+        profiles = self.store.skill_profiles()
+        self._ids = sorted(i for i in profiles if i in active)
+        self._matrix = (
+            np.stack([profiles[i][1] for i in self._ids])
+            if self._ids
+            else np.zeros((0, self.embedder.dim), dtype=np.float32)
+        )
+
+    def classify(self, tool: Tool, vector: Vector | None) -> Verdict:
+        if vector is None:
+            raise ToolscoutError(f"tool {tool.id!r} has no vector in the index; re-index it")
+        if not self._ids:
+            return Verdict((), self.name)
+        conf = calibrated(self._matrix @ vector)
+        order = np.argsort(-conf, kind="stable")[:MAX_SKILLS]
+        return Verdict(tuple((self._ids[i], float(conf[i])) for i in order), self.name)
+
+
+def to_assignments(tool_id: str, verdict: Verdict) -> tuple[SkillAssignment, ...]:
+    """1-3 skills: the most confident always, others above KEEP_FLOOR; the first is primary
+    when it reaches PRIMARY_FLOOR (otherwise the tool is uncategorized: no primary)."""
+    ranked = sorted(verdict.confidences, key=lambda p: (-p[1], p[0]))[:MAX_SKILLS]
+    kept = [p for i, p in enumerate(ranked) if i == 0 or p[1] >= KEEP_FLOOR]
+    return tuple(
+        SkillAssignment(
+            tool_id, sid, round(min(1.0, max(0.0, c)), 6), i == 0 and c >= PRIMARY_FLOOR
+        )
+        for i, (sid, c) in enumerate(kept)
+    )
+
+
+def select_tools(store: Store, *, everything: bool, ids: Sequence[str] | None = None) -> list[str]:
+    """Tool ids to classify: those never classified, failed, or changed since (all with
+    ``everything``), restricted to ``ids`` when given."""
+    hashes = store.hashes()
+    if ids is not None:
+        hashes = {i: hashes[i] for i in ids if i in hashes}
+    if everything:
+        return sorted(hashes)
+    state = store.classification_state()
+    return sorted(
+        tid for tid, (content, _) in hashes.items() if state.get(tid) != (content, "done")
+    )
+
+
+def _classify_one(
+    classifier: Classifier, tool: Tool, vector: Vector | None
+) -> tuple[Tool, Verdict | Exception]:
+    try:
+        return tool, classifier.classify(tool, vector)
+    except Exception as exc:  # one bad tool must not stop the batch
+        return tool, exc
+
+
+def run_batch(
+    store: Store,
+    classifier: Classifier,
+    tool_ids: Sequence[str],
+    *,
+    concurrency: int = 4,
+    progress: Callable[[ClassifyProgress], None] | None = None,
+    on_proposal: Callable[[str, ProposedSkill], object] | None = None,
+) -> ClassifyReport:
+    """Classify ``tool_ids`` with ``concurrency`` worker threads; write assignments per chunk
+    (one transaction each) and recompute the centroids of skills whose membership changed.
+
+    A tool that fails is logged and recorded as failed; the next run retries it.
+    Raises: StoreError.
+    """
+    total, done, failed = len(tool_ids), 0, []
+    classifier.prepare()
+    changed: set[str] = set()
+    if progress:
+        progress(ClassifyProgress(0, total, 0))
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        for start in range(0, total, CHUNK):
+            chunk = list(tool_ids[start : start + CHUNK])
+            tools = store.get_many(chunk)
+            vectors = store.vectors(chunk)
+            present = [tools[t] for t in chunk if t in tools]
+            done += len(chunk) - len(present)  # deleted meanwhile: nothing to do
+            outcomes = pool.map(
+                _classify_one, [classifier] * len(present), present,
+                [vectors.get(t.id) for t in present],
+            )  # fmt: skip
+            batch: list[Classified] = []
+            for tool, outcome in outcomes:
+                done += 1
+                if isinstance(outcome, Exception):
+                    log.warning("classifying %s failed: %s", tool.id, outcome)
+                    store.mark_classify_failed(tool.id, tool.content_hash, str(outcome))
+                    failed.append(tool.id)
+                else:
+                    assigned = to_assignments(tool.id, outcome)
+                    batch.append(
+                        Classified(tool.id, tool.content_hash, outcome.classifier, assigned)
+                    )
+                    if outcome.proposal is not None and on_proposal is not None:
+                        on_proposal(tool.id, outcome.proposal)
+                if progress:
+                    progress(ClassifyProgress(done, total, len(failed)))
+            changed |= store.replace_assignments(batch)
+    recompute_centroids(store, changed)
+    return ClassifyReport(done, total, len(failed), failed)
