@@ -1,0 +1,413 @@
+"""The server store: PostgreSQL with pgvector, for many toolscout processes sharing one index.
+
+It answers every :class:`~toolscout.store.base.Store` call the way the embedded SQLite store does
+(tests/contract proves it on one suite and a congruence test):
+
+* lexical leg: FTS5's bm25 recomputed over a ``tool_terms`` table (see ``postgres_lexical``);
+* vector leg: a ``vector(dim)`` column with an HNSW cosine index. When the rows a query can
+  reach are few (``exact_below``, default 2000) the scan is exact, like the SQLite store's;
+  above that HNSW answers, with ``hnsw.ef_search`` (default 200) and iterative scans for
+  filtered queries. A few extra candidates are fetched and re-sorted so ties break by id.
+
+Several processes: the store keeps no copy of index data in memory, so a write by one process
+is seen by the next query of every other. Writes take one transaction-scoped advisory lock per
+schema, so concurrent syncs serialise (as SQLite's single writer does) instead of
+deadlocking or interleaving half-written tools; ``INSERT ... ON CONFLICT`` keeps ids unique.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from toolscout.errors import ConfigError, StoreError, ToolNotFound
+from toolscout.models import Filters, ItemType, Scored, Tool
+from toolscout.store.base import LEXICAL_FIELDS, IndexEntry, IndexIdentity
+from toolscout.store.postgres_conn import (
+    Conn,
+    open_pool,
+    parse_url,
+    prepare_database,
+    sql_errors,
+)
+from toolscout.store.postgres_enrich import PostgresEnrichments
+from toolscout.store.postgres_lexical import bm25_sql, document_terms, query_terms
+from toolscout.store.postgres_skills import PostgresSkillTables
+
+_TOOL_COLUMNS = (
+    "t.id, t.name, t.description, t.input_schema, t.output_schema, t.annotations, "
+    "t.item_type, t.server, t.source, t.category"
+)
+_GROUPABLE = {"server", "source", "item_type", "category"}
+#: Extra HNSW candidates fetched so that equal scores at the cut still break by id.
+_TIE_MARGIN = 10
+
+
+def _row_to_tool(row: Sequence[Any]) -> Tool:
+    return Tool(
+        id=row[0],
+        name=row[1],
+        description=row[2],
+        input_schema=json.loads(row[3]) if row[3] is not None else None,
+        output_schema=json.loads(row[4]) if row[4] is not None else None,
+        annotations=json.loads(row[5]),
+        item_type=ItemType(row[6]),
+        server=row[7],
+        source=row[8],
+        category=row[9],
+    )
+
+
+def _dumps(value: Any) -> str | None:
+    # The same canonical JSON as the SQLite store, so round trips compare equal.
+    return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def where_sql(filters: Filters | None, alias: str = "t") -> tuple[str, list[Any]]:
+    """SQL condition (``%s`` placeholders) restricting tools to ``filters``; 'true' when empty."""
+    if filters is None or filters.is_empty():
+        return "true", []
+    parts: list[str] = []
+    params: list[Any] = []
+    columns: list[tuple[str, Sequence[str] | None]] = [
+        ("server", filters.servers),
+        ("source", filters.sources),
+        (
+            "item_type",
+            None if filters.item_types is None else [t.value for t in filters.item_types],
+        ),
+        ("id", filters.tool_ids),
+    ]
+    for column, values in columns:
+        if values is not None:
+            parts.append(f"{alias}.{column} = ANY(%s)")
+            params.append(list(values))
+    if filters.skill_ids is not None:
+        parts.append(f"{alias}.id IN (SELECT tool_id FROM tool_skills WHERE skill_id = ANY(%s))")
+        params.append(list(filters.skill_ids))
+    return " AND ".join(parts), params
+
+
+def _check_text(tool: Tool) -> None:
+    for field in ("id", "name", "description", "server", "source", "category"):
+        value = getattr(tool, field)
+        if isinstance(value, str) and "\x00" in value:
+            raise StoreError(
+                f"tool {tool.id!r}: field {field} contains a NUL character, which PostgreSQL "
+                f"text cannot hold; remove it from the catalog"
+            )
+
+
+class PostgresStore(PostgresSkillTables, PostgresEnrichments):
+    """A :class:`~toolscout.store.base.Store` in a PostgreSQL schema (pgvector required)."""
+
+    def __init__(self, url: str) -> None:
+        self._target = parse_url(url)
+        self.url = self._target.display
+        search_path = prepare_database(self._target)
+        self._pool = open_pool(self._target, search_path)
+        self._lock_key = "toolscout-write:" + self._target.schema
+        ident = self.identity()
+        self._dim: int | None = ident.dim if ident else None
+
+    # -- plumbing ---------------------------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[Conn]:
+        """One write transaction holding the schema's write lock; rolled back on any error.
+
+        Raises: StoreError when PostgreSQL fails."""
+        with (
+            sql_errors("write", self._target),
+            self._pool.connection() as conn,
+            conn.transaction(),
+        ):
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self._lock_key,))
+            yield conn
+
+    def _query(self, sql: str, params: Sequence[Any] = (), *, binary: bool = False) -> list[Any]:
+        with sql_errors("query", self._target), self._pool.connection() as conn:
+            cur = conn.cursor(binary=binary)
+            return list(cur.execute(sql, params).fetchall())
+
+    def get_meta(self, key: str) -> str | None:
+        rows = self._query("SELECT value FROM meta WHERE key = %s", (key,))
+        return str(rows[0][0]) if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT INTO meta(key, value) VALUES (%s, %s) "
+                "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                (key, value),
+            )
+
+    # -- identity ---------------------------------------------------------------------------
+    def identity(self) -> IndexIdentity | None:
+        raw = self.get_meta("identity")
+        if raw is None:
+            return None
+        data = json.loads(raw)
+        return IndexIdentity(data["embedder"], int(data["dim"]), data["analyzer"])
+
+    def bind(self, identity: IndexIdentity) -> None:
+        """Raises: ConfigError on a mismatch, StoreError."""
+        with self.transaction() as conn:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'identity'").fetchone()
+            if row is not None:
+                data = json.loads(row[0])
+                current = IndexIdentity(data["embedder"], int(data["dim"]), data["analyzer"])
+                if current != identity:
+                    raise ConfigError(
+                        f"the index at {self.url} was built with embedder {current.embedder!r} "
+                        f"(dim {current.dim}, analyzer {current.analyzer}) but this run uses "
+                        f"{identity.embedder!r} (dim {identity.dim}, analyzer "
+                        f"{identity.analyzer}). Rebuild it with `toolscout index --rebuild "
+                        f"PATH...` (or use another schema= in the URL), or configure the "
+                        f"original embedder."
+                    )
+                self._dim = current.dim
+                return
+            dim = int(identity.dim)
+            conn.execute(f"ALTER TABLE tools ADD COLUMN IF NOT EXISTS embedding vector({dim})")
+            conn.execute(
+                "CREATE INDEX IF NOT EXISTS tools_embedding_hnsw ON tools "
+                "USING hnsw (embedding vector_cosine_ops)"
+            )
+            conn.execute(
+                "INSERT INTO meta(key, value) VALUES ('identity', %s)",
+                (json.dumps(identity.__dict__),),
+            )
+        self._dim = identity.dim
+
+    def reset(self) -> None:
+        """Drop every tool and the recorded identity (used by ``index --rebuild``).
+
+        The lexical running totals are kept, as FTS5 keeps them in the SQLite store."""
+        with self.transaction() as conn:
+            conn.execute("TRUNCATE tool_terms, tools")
+            conn.execute("DELETE FROM tool_skills")
+            conn.execute("DELETE FROM tool_classification")
+            # Skill vectors come from the old model's space: recomputed after the rebuild.
+            conn.execute(
+                "UPDATE skills SET vector = NULL, profile_vector = NULL, profile_hash = NULL"
+            )
+            conn.execute("ALTER TABLE tools DROP COLUMN IF EXISTS embedding")
+            conn.execute("UPDATE lexical_stats SET live_rows = 0")
+            conn.execute("DELETE FROM meta WHERE key = 'identity'")
+        self._dim = None
+
+    # -- writes -----------------------------------------------------------------------------
+    def _tool_row(self, entry: IndexEntry, doc_len: int) -> tuple[Any, ...]:
+        tool = entry.tool
+        vector = np.asarray(entry.vector, dtype=np.float32)
+        if vector.shape != (self._dim,):
+            raise StoreError(
+                f"tool {tool.id!r}: vector has shape {vector.shape}, index wants {self._dim}"
+            )
+        _check_text(tool)
+        return (
+            tool.id,
+            tool.name,
+            tool.description,
+            _dumps(tool.input_schema),
+            _dumps(tool.output_schema),
+            json.dumps(tool.annotations, ensure_ascii=False, sort_keys=True),
+            tool.item_type.value,
+            tool.server,
+            tool.source,
+            tool.category,
+            tool.content_hash,
+            entry.text_hash,
+            doc_len,
+            vector,
+        )
+
+    def upsert(self, entries: Sequence[IndexEntry]) -> None:
+        """Raises: StoreError (no identity bound, wrong vector shape, PostgreSQL failure)."""
+        if not entries:
+            return
+        if self._dim is None:
+            raise StoreError("the index has no embedder bound yet; call bind() first")
+        latest: dict[str, tuple[tuple[Any, ...], dict[str, list[int]]]] = {}
+        tokens = 0
+        for entry in entries:
+            doc_len, freqs = document_terms(entry.fields)
+            tokens += doc_len
+            latest[entry.tool.id] = (self._tool_row(entry, doc_len), freqs)
+        ids = list(latest)
+        with self.transaction() as conn:
+            existing = conn.execute(
+                "SELECT count(*) FROM tools WHERE id = ANY(%s)", (ids,)
+            ).fetchone()
+            cur = conn.cursor()
+            cur.executemany(
+                "INSERT INTO tools(id, name, description, input_schema, output_schema, "
+                "annotations, item_type, server, source, category, content_hash, text_hash, "
+                "doc_len, embedding) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%b) "
+                "ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, "
+                "description = EXCLUDED.description, input_schema = EXCLUDED.input_schema, "
+                "output_schema = EXCLUDED.output_schema, annotations = EXCLUDED.annotations, "
+                "item_type = EXCLUDED.item_type, server = EXCLUDED.server, "
+                "source = EXCLUDED.source, category = EXCLUDED.category, "
+                "content_hash = EXCLUDED.content_hash, text_hash = EXCLUDED.text_hash, "
+                "doc_len = EXCLUDED.doc_len, embedding = EXCLUDED.embedding",
+                [row for row, _ in latest.values()],
+            )
+            conn.execute("DELETE FROM tool_terms WHERE tool_id = ANY(%s)", (ids,))
+            with cur.copy("COPY tool_terms (term, tool_id, doc_len, tf) FROM STDIN") as copy:
+                for row, freqs in latest.values():
+                    for term, tf in freqs.items():
+                        copy.write_row((term, row[0], row[12], tf))
+            added = len(ids) - int(existing[0] if existing else 0)
+            # Every write counts, as every FTS5 insert does (see postgres_lexical).
+            conn.execute(
+                "UPDATE lexical_stats SET rows_indexed = rows_indexed + %s, "
+                "tokens_indexed = tokens_indexed + %s, live_rows = live_rows + %s",
+                (len(entries), tokens, added),
+            )
+
+    def delete(self, ids: Sequence[str]) -> int:
+        """Raises: StoreError."""
+        if not ids:
+            return 0
+        wanted = list(dict.fromkeys(ids))
+        with self.transaction() as conn:
+            gone = conn.execute(
+                "DELETE FROM tools WHERE id = ANY(%s) RETURNING id", (wanted,)
+            ).fetchall()
+            conn.execute("DELETE FROM tool_skills WHERE tool_id = ANY(%s)", (wanted,))
+            conn.execute("DELETE FROM tool_classification WHERE tool_id = ANY(%s)", (wanted,))
+            conn.execute("UPDATE lexical_stats SET live_rows = live_rows - %s", (len(gone),))
+        return len(gone)
+
+    # -- reads ------------------------------------------------------------------------------
+    def get(self, tool_id: str) -> Tool:
+        """Raises: ToolNotFound, StoreError."""
+        rows = self._query(f"SELECT {_TOOL_COLUMNS} FROM tools t WHERE t.id = %s", (tool_id,))
+        if not rows:
+            raise ToolNotFound(tool_id)
+        return _row_to_tool(rows[0])
+
+    def get_many(self, ids: Sequence[str]) -> dict[str, Tool]:
+        rows = self._query(
+            f"SELECT {_TOOL_COLUMNS} FROM tools t WHERE t.id = ANY(%s)", (list(ids),)
+        )
+        return {r[0]: _row_to_tool(r) for r in rows}
+
+    def hashes(self, filters: Filters | None = None) -> dict[str, tuple[str, str]]:
+        cond, params = where_sql(filters)
+        rows = self._query(
+            f"SELECT t.id, t.content_hash, t.text_hash FROM tools t WHERE {cond}", params
+        )
+        return {r[0]: (r[1], r[2]) for r in rows}
+
+    def list_tools(
+        self, filters: Filters | None = None, *, offset: int = 0, limit: int = 100
+    ) -> list[Tool]:
+        cond, params = where_sql(filters)
+        rows = self._query(
+            f"SELECT {_TOOL_COLUMNS} FROM tools t WHERE {cond} ORDER BY t.id LIMIT %s OFFSET %s",
+            [*params, limit, offset],
+        )
+        return [_row_to_tool(r) for r in rows]
+
+    def count(self, filters: Filters | None = None) -> int:
+        cond, params = where_sql(filters)
+        return int(self._query(f"SELECT count(*) FROM tools t WHERE {cond}", params)[0][0])
+
+    def counts_by(self, column: str) -> dict[str, int]:
+        """Raises: ValueError for a column that is not groupable (as the SQLite store)."""
+        if column not in _GROUPABLE:
+            raise ValueError(f"cannot group by {column!r}")
+        rows = self._query(f"SELECT {column}, count(*) FROM tools GROUP BY {column}")
+        return {str(r[0]): int(r[1]) for r in rows}
+
+    def lexical(
+        self,
+        tokens: Sequence[str],
+        *,
+        limit: int,
+        filters: Filters | None = None,
+        weights: Sequence[float] | None = None,
+    ) -> list[Scored]:
+        """Raises: ValueError (weights of the wrong length), StoreError."""
+        terms = query_terms([t for t in tokens if t])
+        if not terms or limit <= 0:
+            return []
+        w = list(weights) if weights is not None else [1.0] * len(LEXICAL_FIELDS)
+        if len(w) != len(LEXICAL_FIELDS):
+            raise ValueError(f"weights must have {len(LEXICAL_FIELDS)} entries")
+        cond, params = where_sql(filters)
+        statement = bm25_sql(w, None if cond == "true" else cond)
+        rows = self._query(statement, [terms, *params, limit])
+        return [Scored(r[0], float(r[1])) for r in rows]
+
+    def _exact_scan(self, cond: str, params: list[Any]) -> bool:
+        """True when few enough rows pass the filters for an exact scan to be cheap."""
+        cap = self._target.exact_below
+        if cond == "true":
+            rows = self._query("SELECT live_rows FROM lexical_stats")
+            return int(rows[0][0]) <= cap
+        rows = self._query(
+            f"SELECT count(*) FROM (SELECT 1 FROM tools t WHERE {cond} LIMIT %s) s",
+            [*params, cap + 1],
+        )
+        return int(rows[0][0]) <= cap
+
+    def nearest(
+        self, vector: NDArray[np.float32], *, limit: int, filters: Filters | None = None
+    ) -> list[Scored]:
+        """Raises: StoreError (wrong dimension, PostgreSQL failure)."""
+        if self._dim is None or limit <= 0:
+            return []
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if query.shape != (self._dim,):
+            raise StoreError(
+                f"query vector has dimension {query.shape[0]}, index wants {self._dim}"
+            )
+        cond, params = where_sql(filters)
+        if self._exact_scan(cond, params):
+            # A second sort key keeps the planner off the HNSW index: an exact scan.
+            rows = self._query(
+                f"SELECT t.id, 1 - (t.embedding <=> %b) AS s FROM tools t "
+                f"WHERE {cond} AND t.embedding IS NOT NULL "
+                f"ORDER BY t.embedding <=> %b, t.id LIMIT %s",
+                [query, *params, query, limit],
+            )
+            return [Scored(r[0], float(r[1])) for r in rows]
+        want = limit + _TIE_MARGIN
+        statement = (
+            f"SELECT t.id, 1 - (t.embedding <=> %b) AS s FROM tools t "
+            f"WHERE {cond} AND t.embedding IS NOT NULL ORDER BY t.embedding <=> %b LIMIT %s"
+        )
+        args = [query, *params, query, want]
+        if want > self._target.ef_search:
+            with (
+                sql_errors("vector query", self._target),
+                self._pool.connection() as conn,
+                conn.transaction(),
+            ):
+                conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(want),))
+                rows = conn.execute(statement, args).fetchall()
+        else:
+            rows = self._query(statement, args)
+        ranked = sorted(((float(r[1]), str(r[0])) for r in rows), key=lambda p: (-p[0], p[1]))
+        return [Scored(i, s) for s, i in ranked[:limit]]
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, NDArray[np.float32]]:
+        if self._dim is None or not ids:
+            return {}
+        rows = self._query(
+            "SELECT id, embedding FROM tools WHERE id = ANY(%s) AND embedding IS NOT NULL",
+            (list(ids),),
+            binary=True,
+        )
+        return {str(r[0]): r[1] for r in rows}
+
+    def close(self) -> None:
+        self._pool.close()
