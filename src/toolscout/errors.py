@@ -15,6 +15,7 @@ catch one class. Each edge (CLI, HTTP, MCP) maps these classes to its own codes 
     ├── AccessDenied         a served request without the API key its operation needs
     └── SkillError           skill catalog problems
         ├── SkillNotFound
+        ├── SuggestionNotFound
         └── SkillExists
 """
 
@@ -53,7 +54,7 @@ class QueryError(ToolscoutError):
 class EmptyQuery(QueryError):
     """The query is empty or only whitespace: there is nothing to search for."""
 
-    def __init__(self, message: str = "must not be empty; describe the capability you need") -> None:
+    def __init__(self, message: str = "must not be empty; describe the capability you need"):
         super().__init__("query", message)
 
 
@@ -90,6 +91,14 @@ class SkillNotFound(SkillError):
     def __init__(self, skill_id: str) -> None:
         super().__init__(f"no skill with id {skill_id!r}")
         self.skill_id = skill_id
+
+
+class SuggestionNotFound(SkillError):
+    """No skill suggestion has the requested id."""
+
+    def __init__(self, suggestion_id: int) -> None:
+        super().__init__(f"suggestion: no suggestion with id {suggestion_id}")
+        self.suggestion_id = suggestion_id
 
 
 class SkillExists(SkillError):

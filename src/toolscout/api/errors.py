@@ -26,6 +26,7 @@ from toolscout.errors import (
     SkillExists,
     SkillNotFound,
     StoreError,
+    SuggestionNotFound,
     ToolNotFound,
     ToolscoutError,
 )
@@ -45,6 +46,7 @@ ERROR_TABLE: tuple[tuple[type[ToolscoutError], ErrorKind], ...] = (
     (QueryError, ErrorKind(422, "invalid_parameter")),
     (ToolNotFound, ErrorKind(404, "tool_not_found")),
     (SkillNotFound, ErrorKind(404, "skill_not_found")),
+    (SuggestionNotFound, ErrorKind(404, "suggestion_not_found")),
     (JobNotFound, ErrorKind(404, "job_not_found")),
     (SkillExists, ErrorKind(409, "skill_exists")),
     (SkillError, ErrorKind(422, "invalid_skill")),
@@ -97,6 +99,9 @@ def body_for(exc: ToolscoutError) -> tuple[int, dict[str, Any]]:
     return kind.status, error_body(kind.code, message_of(exc), field_of(exc))
 
 
+_SOURCES = ("body", "query", "path", "header", "cookie")
+
+
 def validation_body(errors: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Render pydantic/FastAPI validation errors in the same shape, naming the first field.
 
@@ -105,7 +110,9 @@ def validation_body(errors: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """
     details = []
     for err in errors:
-        loc = [str(p) for p in err.get("loc", ()) if p not in ("body", "query", "path", "header")]
+        loc = [str(p) for p in err.get("loc", ())]
+        if loc and loc[0] in _SOURCES:
+            loc = loc[1:]
         details.append({"field": ".".join(loc) or None, "message": str(err.get("msg", "invalid"))})
     first = details[0] if details else {"field": None, "message": "invalid request"}
     return error_body("invalid_parameter", str(first["message"]), first["field"], details)

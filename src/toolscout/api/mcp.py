@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -24,7 +25,7 @@ from toolscout.engine import Engine
 from toolscout.errors import AccessDenied, ToolscoutError
 
 T = TypeVar("T")
-READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True}
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
 
 
 class ToolResult(BaseModel):

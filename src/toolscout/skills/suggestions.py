@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from toolscout.errors import SkillError, SkillNotFound
+from toolscout.errors import SkillError, SkillNotFound, SuggestionNotFound
 from toolscout.models import Skill, Suggestion
 from toolscout.skills.catalog import SkillCatalog, check_skill_id
 from toolscout.skills.classify import ProposedSkill
@@ -75,7 +75,7 @@ class SuggestionQueue:
     def _get(self, suggestion_id: int) -> Suggestion:
         found = self.store.get_suggestion(suggestion_id)
         if found is None:
-            raise SkillError(f"suggestion: no suggestion with id {suggestion_id}")
+            raise SuggestionNotFound(suggestion_id)
         return found
 
     def _pending(self, suggestion_id: int) -> Suggestion:
