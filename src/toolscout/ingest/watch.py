@@ -54,6 +54,8 @@ DEFAULT_DEBOUNCE_MS = 100
 DEFAULT_RELIST_INTERVAL = 300.0
 DEFAULT_RETRY_INTERVAL = 10.0
 _STOP_POLL = 0.1
+#: The file watcher wakes this often when idle; its first wake-up marks it ready.
+_READY_TIMEOUT_MS = 500
 
 
 class Watcher:
@@ -104,14 +106,16 @@ class Watcher:
         """
         files_stop = anyio.Event()
         async with anyio.create_task_group() as tg:
+            # Watch first, then read: a change made while the first pass runs is not lost.
+            if self._dirs:
+                roots = [d.root for d in self._dirs if d.root.is_dir()]
+                await tg.start(self._watch_paths, roots, True, files_stop)
+            if self._catalogs:
+                parents = sorted({p.parent for p in self._catalogs if p.parent.is_dir()})
+                await tg.start(self._watch_paths, parents, False, files_stop)
             initial: list[Source] = [*self._catalogs.values(), *self._dirs]
             for source in initial:
                 await self._sync_source(source)
-            if self._dirs:
-                tg.start_soon(self._watch_paths, [d.root for d in self._dirs], True, files_stop)
-            if self._catalogs:
-                parents = sorted({p.parent for p in self._catalogs})
-                tg.start_soon(self._watch_paths, parents, False, files_stop)
             for server in self.sources.server_sources():
                 tg.start_soon(self._serve_server, server)
             if stop is not None:
@@ -165,14 +169,32 @@ class Watcher:
         owners.extend(c for path, c in self._catalogs.items() if path in changed)
         return owners
 
-    async def _watch_paths(self, roots: list[Path], recursive: bool, stop: anyio.Event) -> None:
+    async def _watch_paths(
+        self,
+        roots: list[Path],
+        recursive: bool,
+        stop: anyio.Event,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        if not roots:
+            task_status.started()
+            return
+        # The first (possibly empty) batch proves the OS watch is in place: only then is the
+        # task reported started, so the caller's first read cannot race it.
+        started = False
         async for changes in watchfiles.awatch(
             *roots,
             debounce=self.debounce_ms,
             step=min(50, self.debounce_ms),
             recursive=recursive,
             stop_event=stop,
+            rust_timeout=_READY_TIMEOUT_MS,
+            yield_on_timeout=True,
         ):
+            if not started:
+                started = True
+                task_status.started()
             changed = {Path(path).resolve() for _, path in changes}
             for source in self._owners(changed):
                 await self._sync_source(source)
