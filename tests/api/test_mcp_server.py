@@ -1,0 +1,154 @@
+"""The MCP server spoken to with the SDK's client: in process, over real stdio (``toolscout
+mcp``) and over real streamable HTTP (``toolscout mcp --http``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import httpx2
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from conftest import TOOLSCOUT, Launched, server_env
+from toolscout.api.mcp import create_mcp_server
+from toolscout.engine import Engine
+
+QUERY = "send an email to a colleague"
+EXPECTED_TOOLS = {"search_tools", "get_tool_schema", "list_skills", "search_skills"}
+
+
+async def _call(client: Client, name: str, args: dict[str, Any]) -> Any:
+    result = await client.call_tool(name, args)
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content.get("result", result.structured_content)
+
+
+async def _error_text(client: Client, name: str, args: dict[str, Any]) -> str:
+    result = await client.call_tool(name, args)
+    assert result.is_error
+    text: str = result.content[0].text  # type: ignore[union-attr]
+    return text
+
+
+def test_search_tools_answers_the_freeact_contract_in_engine_order(api_engine: Engine) -> None:
+    async def main() -> list[dict[str, Any]]:
+        async with Client(create_mcp_server(api_engine)) as client:
+            hits: list[dict[str, Any]] = await _call(
+                client, "search_tools", {"query": QUERY, "limit": 4}
+            )
+            return hits
+
+    hits = anyio.run(main)
+    expected = api_engine.search(QUERY, limit=4).hits
+    assert [h["id"] for h in hits] == [h.tool.id for h in expected]
+    assert set(hits[0]) == {"name", "category", "source", "description", "score", "id"}
+    scores = [h["score"] for h in hits]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_scope_narrows_search_to_one_source(api_engine: Engine) -> None:
+    async def main() -> tuple[list[Any], list[Any]]:
+        async with Client(create_mcp_server(api_engine)) as client:
+            inside = await _call(client, "search_tools", {"query": QUERY, "scope": "builtin"})
+            outside = await _call(client, "search_tools", {"query": QUERY, "scope": "elsewhere"})
+            return inside, outside
+
+    inside, outside = anyio.run(main)
+    assert inside and all(h["source"] == "builtin" for h in inside)
+    assert outside == []
+
+
+def test_tool_errors_carry_the_code_and_field(api_engine: Engine) -> None:
+    async def main() -> tuple[str, str, str]:
+        async with Client(create_mcp_server(api_engine)) as client:
+            return (
+                await _error_text(client, "search_tools", {"query": "  "}),
+                await _error_text(client, "get_tool_schema", {"tool_id": "no::such"}),
+                await _error_text(client, "search_skills", {"query": "x", "threshold": 3}),
+            )
+
+    empty, missing, threshold = anyio.run(main)
+    assert "empty_query: query:" in empty
+    assert "tool_not_found" in missing and "no::such" in missing
+    assert "threshold" in threshold
+
+
+def test_stdio_server_lists_and_answers_every_tool(served_db: Path, vector_cache: Path) -> None:
+    params = StdioServerParameters(
+        command=TOOLSCOUT, args=["mcp"], env=server_env(served_db, vector_cache)
+    )
+
+    async def main() -> dict[str, Any]:
+        with anyio.fail_after(120):
+            async with Client(params) as client:
+                listed = {t.name for t in (await client.list_tools()).tools}
+                hits = await _call(client, "search_tools", {"query": QUERY})
+                schema = await _call(client, "get_tool_schema", {"tool_id": hits[0]["id"]})
+                skills = await _call(client, "list_skills", {})
+                matched = await _call(client, "search_skills", {"query": QUERY})
+                name = client.server_info.name if client.server_info else None
+                return {
+                    "listed": listed,
+                    "hits": hits,
+                    "schema": schema,
+                    "skills": skills,
+                    "matched": matched,
+                    "name": name,
+                }
+
+    out = anyio.run(main)
+    assert out["listed"] == EXPECTED_TOOLS
+    assert out["name"] == "toolscout"
+    assert out["schema"]["id"] == out["hits"][0]["id"]
+    assert out["schema"]["input_schema"]["type"] == "object"
+    assert len(out["skills"]) >= 20 and all(s["tool_count"] >= 0 for s in out["skills"])
+    assert out["matched"][0]["id"] == "email"
+
+
+def test_http_server_answers_over_streamable_http(launch: Callable[..., Launched]) -> None:
+    server = launch("mcp", "--http", "--freeact", "--port", "0")
+
+    async def main() -> tuple[set[str], str | None, list[Any]]:
+        with anyio.fail_after(60):
+            async with Client(f"{server.url}/mcp") as client:
+                listed = {t.name for t in (await client.list_tools()).tools}
+                name = client.server_info.name if client.server_info else None
+                hits = await _call(client, "search_tools", {"query": QUERY, "limit": 3})
+                return listed, name, hits
+
+    listed, name, hits = anyio.run(main)
+    assert listed == EXPECTED_TOOLS
+    assert name == "pytools"
+    assert len(hits) == 3
+
+
+def test_http_server_with_a_read_key_refuses_requests_without_it(
+    launch: Callable[..., Launched],
+) -> None:
+    server = launch("mcp", "--http", "--port", "0", TOOLSCOUT_READ_KEY="reader")
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    refused = httpx.post(f"{server.url}/mcp", json=ping, timeout=30)
+    assert refused.status_code == 401
+    assert refused.json()["error"]["code"] == "unauthorized"
+    wrong = httpx.post(
+        f"{server.url}/mcp", json=ping, headers={"Authorization": "Bearer nope"}, timeout=30
+    )
+    assert wrong.status_code == 401
+
+    async def main() -> list[Any]:
+        with anyio.fail_after(60):
+            async with httpx2.AsyncClient(
+                headers={"Authorization": "Bearer reader"}, timeout=30
+            ) as http:
+                transport = streamable_http_client(f"{server.url}/mcp", http_client=http)
+                async with Client(transport) as client:
+                    hits: list[Any] = await _call(client, "search_tools", {"query": QUERY})
+                    return hits
+
+    assert anyio.run(main)
