@@ -27,7 +27,7 @@ from toolscout.models import (
     SearchResult,
     Tool,
 )
-from toolscout.search.document import embed_text, lexical_fields
+from toolscout.search.document import DOCUMENT_VERSION, embed_text, lexical_fields
 from toolscout.search.hybrid import DEFAULT_FIELD_WEIGHTS, HybridSearcher, SearchConfig, check_query
 from toolscout.search.text import ANALYZER_VERSION
 from toolscout.skills.ops import SkillOps
@@ -50,13 +50,34 @@ class Prepared:
     text_hash: str
 
 
-def prepare(tool: Tool, enrichment: dict[str, str] | None = None) -> Prepared:
-    import hashlib
+def input_hash(tool: Tool, enrichment: dict[str, str] | None = None) -> str:
+    """Hash of every input of a tool's fields and vector, stored as its ``text_hash``.
 
+    Hashing the inputs (content hash, server, category, source, enrichment, and the versions of
+    the code that derives text) rather than the derived text lets a sync tell an unchanged tool
+    without analysing its text: a no-change sync of 10k tools is then bound by reading, not by
+    tokenising. ``source`` is included so a tool that moved between sources is rewritten with
+    its new source (otherwise pruning the old source would delete it).
+    """
+    import hashlib
+    import json
+
+    payload = [
+        DOCUMENT_VERSION,
+        ANALYZER_VERSION,
+        tool.content_hash,
+        tool.server,
+        tool.category,
+        tool.source,
+        sorted((enrichment or {}).items()),
+    ]
+    return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def prepare(tool: Tool, enrichment: dict[str, str] | None = None) -> Prepared:
     fields = lexical_fields(tool, enrichment)
     text = embed_text(tool, enrichment)
-    blob = text + "\x00" + "\x00".join(fields[k] for k in sorted(fields))
-    return Prepared(tool, fields, text, hashlib.sha256(blob.encode("utf-8")).hexdigest())
+    return Prepared(tool, fields, text, input_hash(tool, enrichment))
 
 
 class Engine(SkillOps):
@@ -138,16 +159,15 @@ class Engine(SkillOps):
         existing = self.store.hashes()
         todo: list[Prepared] = []
         for tool in tools.values():
-            prepared = prepare(tool)
             old = existing.get(tool.id)
             if old is None:
                 report.added += 1
-            elif old[1] != prepared.text_hash:
+            elif old[1] != input_hash(tool):
                 report.updated += 1
             else:
                 report.unchanged += 1
-                continue
-            todo.append(prepared)
+                continue  # no text analysis for unchanged tools: see input_hash
+            todo.append(prepare(tool))
         self._write(todo, report, progress)
         lost: set[str] = set()  # skills whose tools were deleted: their centroids change
         if prune and sources:

@@ -13,6 +13,10 @@ from typing import Any
 from toolscout.models import Tool
 from toolscout.search.text import analyze, name_tokens, split_identifier
 
+#: Bump when this module changes how text is derived from a tool: stored tools are hashed by
+#: their inputs (``engine.input_hash``), so only this version tells a sync to rewrite them.
+DOCUMENT_VERSION = "1"
+
 #: Embedding text is cut here: MiniLM reads 256 word pieces, and the head of a description
 #: carries its meaning.
 MAX_EMBED_CHARS = 1000
