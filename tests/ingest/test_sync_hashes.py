@@ -229,3 +229,17 @@ def test_sigkill_mid_sync_leaves_a_consistent_index_that_the_next_sync_completes
     finally:
         engine.close()
     assert _rows(db) == (KILL_CATALOG_SIZE, 0, 0, 0)
+
+
+def test_a_tool_that_moves_to_another_source_survives_pruning_of_the_old_one(
+    engine: Engine, tmp_path: Path
+) -> None:
+    entry = {"tools": [tool("convert", "Convert currencies")]}
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    old.write_text(json.dumps(entry), encoding="utf-8")
+    sync(engine, resolve_sources(catalogs=[old]).file_sources())
+    new.write_text(json.dumps(entry), encoding="utf-8")
+    old.write_text(json.dumps({"tools": []}), encoding="utf-8")
+    sync(engine, resolve_sources(catalogs=[new, old]).file_sources())
+    moved = engine.get_tool("convert")
+    assert moved.source == catalog_source(new)

@@ -199,3 +199,19 @@ def test_a_server_that_fails_is_reported_and_files_keep_syncing(
     tool_file(root, "erase", "Erase a note")
     run.wait_for(lambda s: s.added == 1 and s.source.startswith("tools:"))
     assert engine.get_tool("mcptools:notes:erase").description == "Erase a note"
+
+
+def test_start_in_thread_watches_until_stopped(engine: Engine, tmp_path: Path) -> None:
+    root = tmp_path / "tools"
+    tool_file(root, "first", "The first tool")
+    summaries: queue.Queue[SourceSummary] = queue.Queue()
+    watcher = Watcher(engine, SourceSet(tool_dirs=(root,)), debounce_ms=50, on_sync=summaries.put)
+    stop = watcher.start_in_thread()
+    try:
+        assert summaries.get(timeout=WAIT).added == 1
+        tool_file(root, "second", "The second tool")
+        while summaries.get(timeout=WAIT).added != 1:
+            pass
+    finally:
+        assert stop(WAIT), "the watch thread did not end"
+    assert engine.get_tool("mcptools:notes:second").description == "The second tool"

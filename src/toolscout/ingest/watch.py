@@ -11,12 +11,11 @@
 
 Embedding in a server (``toolscout serve --watch``)::
 
-    stop = threading.Event()
-    watcher = Watcher(engine, resolve_sources(settings))
-    thread = threading.Thread(target=watcher.run, args=(stop,), daemon=True)
-    thread.start()
+    stop = Watcher(engine, resolve_sources(settings)).start_in_thread()
     ...
-    stop.set(); thread.join(timeout=10)
+    stop(10.0)  # at shutdown: ends the watch, waits up to 10 s
+
+or, with a thread of your own, ``Watcher(...).run(stop_event)`` until ``stop_event.set()``.
 
 ``Watcher.arun`` is the same loop for callers that already run an anyio/asyncio event loop.
 Index writes from the watcher are serialised by one lock and run in worker threads, so searches
@@ -89,6 +88,31 @@ class Watcher:
         }
 
     # -- entry points ------------------------------------------------------------------------
+    def start_in_thread(self, *, name: str = "toolscout-watch") -> Callable[[float], bool]:
+        """Run :meth:`run` in a daemon thread (for ``serve --watch``). Returns ``stop(timeout)``,
+        which ends the watch, waits up to ``timeout`` seconds and says whether the thread ended.
+
+        Raises:
+            Nothing: an error that ends the watch is logged.
+        """
+        stop_event = threading.Event()
+
+        def target() -> None:
+            try:
+                self.run(stop_event)
+            except Exception:  # edge: a thread has no caller to raise to
+                log.exception("watch: stopped by an error")
+
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+
+        def stop(timeout: float = 10.0) -> bool:
+            stop_event.set()
+            thread.join(timeout)
+            return not thread.is_alive()
+
+        return stop
+
     def run(self, stop: threading.Event) -> None:
         """Watch until ``stop`` is set (blocking; run it in a thread of its own).
 
