@@ -9,6 +9,7 @@ only in the last-resort handler here, which logs and answers 500.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
@@ -210,6 +211,7 @@ def _health(engine: Engine) -> tuple[int, Health]:
             model=name,
             model_loaded=name is not None,
             tools=0,
+            pid=os.getpid(),
         )
         return 503, health
     health = Health(
@@ -221,6 +223,7 @@ def _health(engine: Engine) -> tuple[int, Health]:
         tools=int(info["tools"]),
         skills=len(skills) if skills is not None else None,
         query_cache=engine.query_cache_stats(),
+        pid=os.getpid(),
     )
     return 200, health
 

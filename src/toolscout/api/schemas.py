@@ -324,6 +324,7 @@ class Health(BaseModel):
     tools: int
     skills: int | None = None
     query_cache: dict[str, int] | None = None
+    pid: int = Field(description="Answering worker process (each worker has its own caches).")
 
 
 def report_counts(report: ClassifyReport) -> dict[str, Any]:

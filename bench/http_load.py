@@ -1,0 +1,249 @@
+"""Load test of ``POST /api/v1/search`` on a real ``toolscout serve`` with wrk.
+
+    python bench/http_load.py --db /tmp/bench10k.db [--duration 30] [--connections 1,32,128]
+        [--config "w1-nocache:workers=1,cache=0" --config "w2:workers=2,cache=4096"]
+
+For each server configuration (workers, event loop, query-vector cache size) it starts
+``toolscout serve`` on a free loopback port, waits for /health, and runs wrk (2 threads) at each
+connection count. wrk's Lua script cycles through every distinct query of the shared sets
+(``toolbench_stable`` + ``seal_tools``: ~2,800 queries), each thread starting at its own offset,
+so the run is not one cached query repeated. Requests use the hierarchical search defaults
+(``{"query": ...}``). A baseline is measured in the same run: ``GET /health`` (no search: the
+web layer's own ceiling) on the first configuration.
+
+It reports per run: requests/s, latency p50/p95/p99 (wrk's histogram, ms), non-2xx and socket
+errors, server RSS (all worker processes, MiB) after the run, and the query-vector cache's
+hits/misses summed over workers (each worker keeps its own cache). Figures go to section 4 of
+docs/BENCHMARKS.md with the exact command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench"
+SETS = ("toolbench_stable", "seal_tools")
+TOOLSCOUT = str(Path(sys.executable).with_name("toolscout"))
+
+LUA = r"""
+local bodies = {}
+%BODIES%
+local counter = 0
+local threads = {}
+function setup(thread)
+  thread:set("offset", #threads * math.floor(#bodies / 2))
+  table.insert(threads, thread)
+end
+function init(args)
+  counter = tonumber(offset) or 0
+  wrk.method = "%METHOD%"
+  wrk.headers["Content-Type"] = "application/json"
+end
+function request()
+  counter = counter + 1
+  if "%METHOD%" == "GET" then return wrk.format(nil, "%PATH%") end
+  return wrk.format(nil, "%PATH%", nil, bodies[(counter %% #bodies) + 1])
+end
+function done(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format(
+    "RESULT {\"requests\": %d, \"duration_us\": %d, \"non2xx\": %d, \"connect\": %d, " ..
+    "\"read\": %d, \"write\": %d, \"timeout\": %d, \"p50\": %d, \"p95\": %d, \"p99\": %d, " ..
+    "\"mean\": %f}\n",
+    summary.requests, summary.duration, e.status, e.connect, e.read, e.write, e.timeout,
+    latency:percentile(50), latency:percentile(95), latency:percentile(99), latency.mean))
+end
+"""
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    label: str
+    workers: int = 1
+    loop: str = "auto"
+    cache: int = 4096
+
+
+def parse_config(text: str) -> ServerConfig:
+    label, _, spec = text.partition(":")
+    fields: dict[str, Any] = {}
+    for part in filter(None, spec.split(",")):
+        key, _, value = part.partition("=")
+        fields[key] = value if key == "loop" else int(value)
+    return ServerConfig(label=label, **fields)
+
+
+def load_queries() -> list[str]:
+    seen: dict[str, None] = {}
+    for name in SETS:
+        with (BENCH / name / "queries.jsonl").open(encoding="utf-8") as fh:
+            for line in fh:
+                query = json.loads(line)["query"].strip()
+                if query and len(query) <= 1000:
+                    seen.setdefault(query, None)
+    return list(seen)
+
+
+def lua_script(queries: list[str], method: str, path: str) -> str:
+    bodies = "\n".join(
+        f"bodies[{i + 1}] = {json.dumps(json.dumps({'query': q}))}" for i, q in enumerate(queries)
+    )
+    return (
+        LUA.replace("%BODIES%", bodies)
+        .replace("%METHOD%", method)
+        .replace("%PATH%", path)
+        .replace("%%", "%")
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def start_server(db: str, cfg: ServerConfig, port: int) -> subprocess.Popen[bytes]:
+    env = dict(os.environ, TOOLSCOUT_QUERY_CACHE_SIZE=str(cfg.cache), TOOLSCOUT_EMBED_THREADS="1")
+    args = [TOOLSCOUT, "serve", "--db", db, "--port", str(port), "--workers", str(cfg.workers)]
+    args += ["--loop", cfg.loop, "--log-level", "warning"]
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            time.sleep(0.5)  # polling a starting server; bounded by the deadline
+    proc.kill()
+    raise RuntimeError("server did not become healthy in 180 s")
+
+
+def rss_mib(pid: int) -> float:
+    """Resident memory of ``pid`` and its children (uvicorn workers), MiB."""
+    out = subprocess.run(["ps", "-e", "-o", "pid=,ppid=,rss="], capture_output=True, text=True)
+    rows = [tuple(int(x) for x in line.split()) for line in out.stdout.splitlines() if line.strip()]
+    family = {pid}
+    for _ in range(3):
+        family |= {p for p, pp, _ in rows if pp in family}
+    return sum(rss for p, _, rss in rows if p in family) / 1024
+
+
+def cache_stats(port: int, workers: int) -> dict[str, int]:
+    """Sum the query caches of every worker (asks /health until each pid answered)."""
+    seen: dict[int, dict[str, int]] = {}
+    with httpx.Client(timeout=10) as http:
+        for _ in range(200):
+            body = http.get(f"http://127.0.0.1:{port}/health").json()
+            seen[body["pid"]] = body.get("query_cache") or {}
+            if len(seen) >= workers:
+                break
+    total = {"hits": 0, "misses": 0, "workers_seen": len(seen)}
+    for stats in seen.values():
+        total["hits"] += stats.get("hits", 0)
+        total["misses"] += stats.get("misses", 0)
+    return total
+
+
+def run_wrk(url: str, script: Path, connections: int, duration: int) -> dict[str, Any]:
+    threads = min(2, connections)
+    cmd = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration}s", "--timeout", "10s"]
+    out = subprocess.run([*cmd, "-s", str(script), url], capture_output=True, text=True)
+    match = re.search(r"RESULT (\{.*\})", out.stdout)
+    if not match:
+        raise RuntimeError(f"wrk failed: {out.stdout}\n{out.stderr}")
+    raw = json.loads(match.group(1))
+    seconds = raw["duration_us"] / 1e6
+    errors = raw["non2xx"] + raw["connect"] + raw["read"] + raw["write"] + raw["timeout"]
+    return {
+        "connections": connections,
+        "requests": raw["requests"],
+        "rps": round(raw["requests"] / seconds, 1),
+        "p50_ms": round(raw["p50"] / 1000, 1),
+        "p95_ms": round(raw["p95"] / 1000, 1),
+        "p99_ms": round(raw["p99"] / 1000, 1),
+        "errors": errors,
+    }
+
+
+def bench_config(
+    db: str,
+    cfg: ServerConfig,
+    scripts: dict[str, Path],
+    conns: list[int],
+    duration: int,
+    baseline: bool,
+) -> list[dict[str, Any]]:
+    port = free_port()
+    proc = start_server(db, cfg, port)
+    rows: list[dict[str, Any]] = []
+    try:
+        if baseline:
+            row = run_wrk(f"http://127.0.0.1:{port}", scripts["health"], 32, duration)
+            rows.append({"config": cfg.label, "route": "GET /health", **row})
+            print(json.dumps(rows[-1]), flush=True)
+        for c in conns:
+            before = cache_stats(port, cfg.workers)
+            row = run_wrk(f"http://127.0.0.1:{port}", scripts["search"], c, duration)
+            after = cache_stats(port, cfg.workers)
+            hits = after["hits"] - before["hits"]
+            misses = after["misses"] - before["misses"]
+            rows.append(
+                {
+                    "config": cfg.label,
+                    "route": "POST /api/v1/search",
+                    **row,
+                    "cache_hit_rate": round(hits / (hits + misses), 3) if hits + misses else None,
+                    "rss_mib": round(rss_mib(proc.pid), 1),
+                }
+            )
+            print(json.dumps(rows[-1]), flush=True)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--db", required=True, help="An index built from bench/catalogs.py output.")
+    ap.add_argument("--duration", type=int, default=30)
+    ap.add_argument("--connections", default="1,32,128")
+    ap.add_argument("--config", action="append", help="label:workers=N,cache=N,loop=uvloop")
+    ap.add_argument("--out", type=Path, help="Write all rows as JSON here.")
+    args = ap.parse_args()
+    configs = [parse_config(c) for c in (args.config or ["w1:workers=1,cache=4096"])]
+    queries = load_queries()
+    conns = [int(c) for c in args.connections.split(",")]
+    print(f"{len(queries)} distinct queries; configs {configs}", flush=True)
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="toolscout-wrk-") as tmp:
+        scripts = {
+            "search": Path(tmp) / "search.lua",
+            "health": Path(tmp) / "health.lua",
+        }
+        scripts["search"].write_text(lua_script(queries, "POST", "/api/v1/search"))
+        scripts["health"].write_text(lua_script(queries[:1], "GET", "/health"))
+        for i, cfg in enumerate(configs):
+            rows += bench_config(args.db, cfg, scripts, conns, args.duration, baseline=i == 0)
+    if args.out:
+        args.out.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
