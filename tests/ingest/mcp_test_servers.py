@@ -26,8 +26,11 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Too
 
 CATALOG = sys.argv[1]
 TRANSPORT = sys.argv[2] if len(sys.argv) > 2 else "stdio"
+#: "session": announce changes on the session (2025-era connections) instead of the bus.
+NOTIFY = sys.argv[3] if len(sys.argv) > 3 else "bus"
 PAGE = 2
 bus = InMemorySubscriptionBus()
+sessions = []
 
 
 def load():
@@ -43,6 +46,8 @@ def page(key, params):
 
 
 async def list_tools(ctx, params):
+    if NOTIFY == "session" and ctx.session not in sessions:
+        sessions.append(ctx.session)
     items, nxt = page("tools", params)
     return types.ListToolsResult(tools=[types.Tool(**t) for t in items], next_cursor=nxt)
 
@@ -68,7 +73,11 @@ async def lifespan(server):
             now = os.stat(CATALOG).st_mtime_ns
             if now != last:
                 last = now
-                await bus.publish(ToolsListChanged())
+                if NOTIFY == "session":
+                    for session in sessions:
+                        await session.send_tool_list_changed()
+                else:
+                    await bus.publish(ToolsListChanged())
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(publish_changes)

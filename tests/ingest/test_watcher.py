@@ -215,3 +215,26 @@ def test_start_in_thread_watches_until_stopped(engine: Engine, tmp_path: Path) -
     finally:
         assert stop(WAIT), "the watch thread did not end"
     assert engine.get_tool("mcptools:notes:second").description == "The second tool"
+
+
+def test_list_changed_notification_on_a_2025_era_session_resyncs(
+    engine: Engine,
+    catalog: Catalog,
+    stdio_spec: Callable[..., ServerSpec],
+    running: Callable[..., Running],
+) -> None:
+    spec = stdio_spec("legacy")
+    legacy = ServerSpec(
+        name="legacy",
+        transport="stdio",
+        command=spec.command,
+        args=(*spec.args, "stdio", "session"),  # the server notifies on the session itself
+        timeout=20,
+        protocol="legacy",  # initialize handshake: notifications/tools/list_changed on the wire
+    )
+    catalog.write([tool("ping", "Ping a host")])
+    run = running(SourceSet(servers=(legacy,)), relist_interval=3600.0)
+    run.wait_for(lambda s: s.added == 1)
+    catalog.write([tool("ping", "Ping a host"), tool("whois", "Look up who owns a domain")])
+    run.wait_for(lambda s: s.added == 1)
+    assert engine.get_tool("legacy::whois").description == "Look up who owns a domain"

@@ -162,6 +162,7 @@ class McpSource:
                 read_timeout_seconds=self.spec.timeout,
                 client_info=_client_info(),
                 message_handler=message_handler,
+                mode=self.spec.protocol,
                 cache=None,  # a listing must be the server's current one, never a cached copy
             )
             try:

@@ -10,9 +10,10 @@ Read shapes:
 
 Each entry is either a launch command (``command`` + ``args`` + ``env`` + ``cwd``, spoken to over
 stdio) or a ``url`` (streamable HTTP, or SSE when ``type`` says ``sse`` or the path ends in
-``/sse``). ``${VAR}``, ``${VAR:-default}`` and VS Code's ``${env:VAR}`` are expanded from the
-environment; a variable that is unset and has no default makes that server a problem rather than
-launching it with a literal ``${...}``. A malformed entry becomes a :class:`Problem` naming the
+``/sse``); ``"protocol": "legacy"`` (a toolscout key) skips the 2026 protocol probe.
+``${VAR}``, ``${VAR:-default}`` and VS Code's ``${env:VAR}`` are expanded from the environment;
+a variable that is unset and has no default makes that server a problem rather than launching
+it with a literal ``${...}``. A malformed entry becomes a :class:`Problem` naming the
 file, server and field; the other servers are still read.
 """
 
@@ -30,6 +31,7 @@ from toolscout.errors import IngestError
 from toolscout.models import Problem
 
 Transport = Literal["stdio", "http", "sse"]
+Protocol = Literal["auto", "legacy"]
 DEFAULT_TIMEOUT = 30.0
 _VAR = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _TYPES: dict[str, Transport] = {
@@ -56,6 +58,9 @@ class ServerSpec:
     headers: Mapping[str, str] = field(default_factory=dict)
     timeout: float = DEFAULT_TIMEOUT
     origin: str = "settings"
+    #: ``auto`` probes for the 2026-07-28 protocol and falls back to the initialize handshake;
+    #: ``legacy`` goes straight to the handshake, for servers that mishandle the probe.
+    protocol: Protocol = "auto"
 
 
 @dataclass
@@ -156,6 +161,9 @@ def _parse(
     cwd = entry.get("cwd")
     if cwd is not None and not isinstance(cwd, str):
         raise _EntryError("cwd", "must be a string")
+    protocol = entry.get("protocol", "auto")
+    if protocol not in ("auto", "legacy"):
+        raise _EntryError("protocol", f"must be auto or legacy; got {protocol!r}")
     per_server = entry.get("timeout")
     if per_server is not None and (not isinstance(per_server, int | float) or per_server <= 0):
         raise _EntryError("timeout", "must be a positive number of seconds")
@@ -170,6 +178,7 @@ def _parse(
         headers=_mapping(entry.get("headers"), "headers", env_source),
         timeout=float(per_server) if per_server is not None else timeout,
         origin=origin,
+        protocol="legacy" if protocol == "legacy" else "auto",
     )
 
 
