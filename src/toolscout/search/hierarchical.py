@@ -5,9 +5,13 @@ Stage 2 runs the core hybrid search restricted to tools of the matched skills. S
 input schemas for the returned tools only, when asked. With no skills, no match or a stage-1
 error the search falls back to the unfiltered catalog and says so (``skill_ids_used = None``).
 
-Skill score: the best cosine similarity between any query row (whole query, then each clause
-of a multi-request query) and the skill's vector - the centroid of its tools, or for a skill
-without tools the embedding of its own description - clipped to 0..1.
+Skill score: ``sigmoid(A*sim + B*margin + C)``, where ``sim`` is the best cosine similarity
+between any query row (whole query, then each clause of a multi-request query) and the skill's
+vector - the centroid of its tools, or for a skill without tools the embedding of its own
+description - and ``margin`` is ``sim`` minus the best ``sim`` of the other skills. A, B, C were
+fitted by ``python bench/skills.py calibrate`` (logistic regression on toolbench_stable's even
+queries; label: the skill holds one of the query's gold tools), so a score is roughly the chance
+that the skill holds a tool the request needs, and the default threshold 0.4 means "likely".
 """
 
 from __future__ import annotations
@@ -43,6 +47,8 @@ STRATEGIES = ("hierarchical", "direct", "hybrid")
 MAX_LIMIT = 50
 MAX_SKILL_LIMIT = 20
 UNCATEGORIZED = "uncategorized"
+#: Stage-1 calibration (see the module docstring; refit with bench/skills.py calibrate).
+SKILL_A, SKILL_B, SKILL_C = 5.94, 10.23, -2.69
 Vectors = NDArray[np.float32]
 
 
@@ -82,6 +88,18 @@ def _unit(name: str, value: object) -> None:
     ok = isinstance(value, int | float) and not isinstance(value, bool)
     if not ok or not math.isfinite(float(value)) or not 0.0 <= float(value) <= 1.0:  # type: ignore[arg-type]
         raise QueryError(name, f"must be a number from 0 to 1; got {value!r}")
+
+
+def skill_scores(sims: NDArray[np.float32]) -> NDArray[np.float64]:
+    """Calibrated 0..1 stage-1 scores for one similarity per skill."""
+    s = sims.astype(np.float64)
+    if len(s) < 2:
+        margin = s.copy()
+    else:
+        first, second = np.sort(s)[-1], np.sort(s)[-2]
+        margin = s - np.where(s >= first, second, first)
+    z = SKILL_A * s + SKILL_B * margin + SKILL_C
+    return 1.0 / (1.0 + np.exp(-np.clip(z, -50.0, 50.0)))
 
 
 @dataclass(frozen=True)
@@ -130,7 +148,7 @@ class HierarchicalSearcher:
         index = self.skill_index()
         if not index.skills:
             return []
-        scores = np.clip((vectors @ index.matrix.T).max(axis=0), 0.0, 1.0)
+        scores = skill_scores((vectors @ index.matrix.T).max(axis=0))
         ranked = sorted(
             ((float(scores[i]), s) for i, s in enumerate(index.skills)),
             key=lambda p: (-p[0], p[1].id),

@@ -48,7 +48,10 @@ class SkillSpec(BaseModel):
     @classmethod
     def _valid_id(cls, value: str | None) -> str | None:
         if value is not None:
-            check_skill_id(value)
+            try:
+                check_skill_id(value)
+            except SkillError as exc:  # pydantic reports ValueErrors with their location
+                raise ValueError(str(exc).removeprefix("id: ")) from None
         return value
 
     def to_skill(self) -> Skill:

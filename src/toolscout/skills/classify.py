@@ -39,7 +39,7 @@ log = logging.getLogger("toolscout.skills")
 Vector = NDArray[np.float32]
 
 #: Logistic calibration (see the module docstring; refit with bench/skills.py calibrate).
-CAL_A, CAL_B, CAL_C = 10.0, 15.0, -4.5
+CAL_A, CAL_B, CAL_C = 4.30, 13.75, -2.69
 #: A tool keeps at most this many skills ...
 MAX_SKILLS = 3
 #: ... each at least this confident (the most confident one is always kept).

@@ -1,0 +1,282 @@
+"""Skills and hierarchical search benchmarks (issue 3). Run by hand; figures go to
+docs/BENCHMARKS.md section 3.
+
+    python bench/skills.py quality toolbench_stable seal_tools   # hit@3, nDCG@10 per strategy
+    python bench/skills.py calibrate                           # fit classifier + stage-1 maps
+    python bench/skills.py classify livemcpbench               # uncategorized share + sample
+    python bench/skills.py latency                             # p95 at 10k tools
+
+Indexes live under $BENCH_DIR (default /tmp/toolscout-bench-skills) and are reused.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from toolscout.config import Settings
+from toolscout.engine import Engine
+from toolscout.eval.metrics import mean, percentile, score_query
+from toolscout.eval.run import index_dataset, load_queries
+from toolscout.models import HierarchicalRequest, Tool
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "bench"
+WORK = Path(os.environ.get("BENCH_DIR", "/tmp/toolscout-bench-skills"))
+STRATEGIES = ("direct", "hierarchical", "hybrid")
+
+#: toolbench (RapidAPI) categories that map one-to-one onto a starter skill: the labels used
+#: to fit and check the classifier's calibration.
+CATEGORY_SKILL = {
+    "Weather": "weather", "Email": "email", "SMS": "messaging", "Mapping": "maps_location",
+    "Location": "maps_location", "Payments": "payments", "Database": "databases",
+    "Monitoring": "monitoring", "Sports": "sports", "Movies": "entertainment",
+    "Gaming": "entertainment", "Music": "music_audio", "Travel": "travel",
+    "Translation": "translation_language", "News_Media": "news", "Jobs": "education_jobs",
+    "Education": "education_jobs", "Search": "web_search", "Food": "food_recipes",
+    "eCommerce": "ecommerce", "Finance": "finance_markets", "Financial": "finance_markets",
+    "Health_and_Fitness": "health_fitness", "Medical": "health_fitness",
+    "Social": "social_media", "Cryptography": "security", "Cybersecurity": "security",
+    "Video_Images": "images_video", "Devices": "devices_iot",
+    "Text_Analysis": "translation_language", "Transportation": "travel",
+    "Artificial_Intelligence_Machine_Learning": "ai_models",
+}  # fmt: skip
+
+
+def open_engine(name: str) -> Engine:
+    WORK.mkdir(parents=True, exist_ok=True)
+    settings = Settings(
+        db=str(WORK / f"{name}.db"), cache_dir=str(WORK / "cache"), query_cache_size=0
+    )
+    return Engine.open(settings)
+
+
+def indexed(name: str) -> Engine:
+    engine = open_engine(name)
+    t0 = time.perf_counter()
+    index_dataset(engine, SHARED / name)
+    engine.classify(all=True)  # the calibration may have changed since the last run
+    print(f"[{name}] indexed + classified in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    return engine
+
+
+def quality(names: list[str]) -> None:
+    for name in names:
+        engine = indexed(name)
+        queries = load_queries(SHARED / name / "queries.jsonl")
+        rows: dict[str, list[dict[str, float]]] = {s: [] for s in STRATEGIES}
+        fractions: list[float] = []
+        fallbacks = 0
+        for q in queries:
+            for strategy in STRATEGIES:
+                req = HierarchicalRequest(
+                    q.text[:1000], limit=10, tool_threshold=0.0, strategy=strategy
+                )
+                res = engine.find(req)
+                rows[strategy].append(score_query([h.tool.id for h in res.tools], q.gold))
+                if strategy == "hierarchical":
+                    fractions.append(res.metadata["searched_fraction"])
+                    fallbacks += res.metadata["skill_ids_used"] is None
+        print(f"\n{name}: {len(queries)} queries")
+        print("| strategy | hit@3 | nDCG@10 | recall@10 |")
+        print("|---|---|---|---|")
+        for strategy in STRATEGIES:
+            m = mean(rows[strategy])
+            print(
+                f"| {strategy} | {100 * m['hit@3']:.1f} | {100 * m['ndcg@10']:.1f} "
+                f"| {100 * m['recall@10']:.1f} |"
+            )
+        print(
+            f"stage 2 searched {100 * statistics.mean(fractions):.1f} % of the catalog on "
+            f"average (median {100 * statistics.median(fractions):.1f} %); "
+            f"{fallbacks} of {len(queries)} queries fell back to the whole catalog"
+        )
+        engine.close()
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, iters: int = 50) -> np.ndarray:
+    """Newton's method for logistic regression with an intercept (last coefficient)."""
+    xb = np.hstack([x, np.ones((len(x), 1))])
+    w = np.zeros(xb.shape[1])
+    for _ in range(iters):
+        p = 1 / (1 + np.exp(-(xb @ w)))
+        grad = xb.T @ (p - y)
+        hess = (xb * (p * (1 - p))[:, None]).T @ xb + 1e-6 * np.eye(len(w))
+        w -= np.linalg.solve(hess, grad)
+    return w
+
+
+def reliability(p: np.ndarray, y: np.ndarray) -> None:
+    print("| predicted | n | observed |")
+    print("|---|---|---|")
+    edges = [0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.01]
+    for lo, hi in itertools.pairwise(edges):
+        sel = (p >= lo) & (p < hi)
+        if sel.any():
+            print(f"| {lo:.1f}-{min(hi, 1.0):.1f} | {int(sel.sum())} | {y[sel].mean():.2f} |")
+
+
+def margins(sims: np.ndarray) -> np.ndarray:
+    """Per row and column: sim minus the best sim among the other columns."""
+    order = np.sort(sims, axis=1)
+    best, second = order[:, -1:], order[:, -2:-1]
+    other = np.where(sims >= best, second, best)
+    return sims - other
+
+
+def calibrate() -> None:
+    from toolscout.skills.classify import OfflineClassifier
+
+    engine = indexed("toolbench_stable")
+    clf = OfflineClassifier(engine.store, engine.embedder)
+    clf.prepare()
+    tools = [json.loads(line) for line in (SHARED / "toolbench_stable/tools.jsonl").open()]
+    labelled = [
+        (t["id"], CATEGORY_SKILL[t["category"]])
+        for t in tools
+        if t.get("category") in CATEGORY_SKILL
+    ]
+    vecs = engine.store.vectors([i for i, _ in labelled])
+    ids = [i for i, _ in labelled if i in vecs]
+    label = dict(labelled)
+    sims = np.stack([vecs[i] for i in ids]) @ clf._matrix.T
+    y = np.array([[clf._ids[j] == label[i] for j in range(len(clf._ids))] for i in ids], float)
+    x = np.stack([sims.ravel(), margins(sims).ravel()], axis=1)
+    w = fit_logistic(x, y.ravel())
+    print(f"classifier: {len(ids)} labelled tools, {len(x)} (tool, skill) pairs")
+    print(f"fitted CAL_A, CAL_B, CAL_C = {w[0]:.2f}, {w[1]:.2f}, {w[2]:.2f}")
+    reliability(1 / (1 + np.exp(-(x @ w[:2] + w[2]))), y.ravel())
+    top = np.argmax(sims, axis=1)
+    print(f"top-1 skill == category skill: {100 * y[np.arange(len(ids)), top].mean():.1f} %")
+    stage1(engine)
+    engine.close()
+
+
+def stage1(engine: Engine) -> None:
+    hs = engine.skill_manager.hierarchical
+    index = hs.skill_index()
+    skill_ids = [s.id for s in index.skills]
+    queries = load_queries(SHARED / "toolbench_stable/queries.jsonl")
+    feats, labels = [], []
+    for q in queries[::2]:
+        gold_skills = {
+            a.skill_id for rows in engine.store.assignments(list(q.gold)).values() for a in rows
+        }
+        vectors = hs.searcher.embed_query(q.text[:1000])
+        sims = (vectors @ index.matrix.T).max(axis=0)[None, :]
+        m = margins(sims)[0]
+        for j, sid in enumerate(skill_ids):
+            feats.append((sims[0, j], m[j]))
+            labels.append(sid in gold_skills)
+    x, y = np.array(feats), np.array(labels, float)
+    w = fit_logistic(x, y)
+    print(f"\nstage 1: {len(queries[::2])} queries (even rows), {len(x)} (query, skill) pairs")
+    print(f"fitted SKILL_A, SKILL_B, SKILL_C = {w[0]:.2f}, {w[1]:.2f}, {w[2]:.2f}")
+    reliability(1 / (1 + np.exp(-(x @ w[:2] + w[2]))), y)
+
+
+def classify_report(name: str, sample: int = 50) -> None:
+    engine = indexed(name)
+    tools = engine.store.list_tools(limit=100000)
+    assigned = engine.store.assignments([t.id for t in tools])
+    primary = {
+        t.id: next((a.skill_id for a in assigned.get(t.id, []) if a.is_primary), None)
+        for t in tools
+    }
+    unc = sum(p is None for p in primary.values())
+    print(f"{name}: {len(tools)} tools, uncategorized {unc} ({100 * unc / len(tools):.1f} %)")
+    counts: dict[str, int] = {}
+    for p in primary.values():
+        counts[p or "uncategorized"] = counts.get(p or "uncategorized", 0) + 1
+    print(sorted(counts.items(), key=lambda kv: -kv[1]))
+    rng = random.Random(3)
+    chosen = rng.sample([t for t in tools if primary[t.id]], sample)
+    for t in chosen:
+        rows = assigned[t.id]
+        skills = ", ".join(f"{a.skill_id} {a.confidence:.2f}" for a in rows)
+        print(f"| {t.id} | {t.description[:90].replace('|', '/')} | {skills} | |")
+    engine.close()
+
+
+def variant(tool: Tool, n: int) -> Tool:
+    return Tool(
+        id=f"{tool.id}::v{n}", name=tool.name, description=tool.description,
+        input_schema=tool.input_schema, item_type=tool.item_type,
+        server=f"{tool.server or 'x'}_v{n}", source="variants", category=tool.category,
+    )  # fmt: skip
+
+
+def latency(target: int = 10000, runs: int = 300) -> None:
+    from toolscout.engine import prepare
+    from toolscout.store.base import IndexEntry
+
+    engine = open_engine("scale10k")
+    if engine.store.count() < target:
+        for name in ("toolbench_stable", "seal_tools", "livemcpbench"):
+            index_dataset(engine, SHARED / name)
+        base = engine.store.list_tools(limit=100000)
+        vecs = engine.store.vectors([t.id for t in base])
+        rng = np.random.default_rng(7)
+        entries, n = [], 2
+        while engine.store.count() + len(entries) < target:
+            for t in base[: target - engine.store.count() - len(entries)]:
+                v = vecs[t.id] + rng.normal(0, 0.02, size=vecs[t.id].shape).astype(np.float32)
+                p = prepare(variant(t, n))
+                entries.append(IndexEntry(p.tool, p.fields, v / np.linalg.norm(v), p.text_hash))
+            n += 1
+        engine.store.upsert(entries)
+    t0 = time.perf_counter()
+    engine.classify()
+    print(f"classify: {time.perf_counter() - t0:.1f} s; tools {engine.store.count()}")
+    queries = [
+        q.text[:1000]
+        for n in ("toolbench_stable", "seal_tools")
+        for q in load_queries(SHARED / n / "queries.jsonl")
+    ]
+    rng2 = random.Random(5)
+    sample = rng2.sample(queries, runs)
+    times: dict[str, list[float]] = {"direct": [], "hierarchical": []}
+    inner: dict[str, list[float]] = {"direct": [], "hierarchical": []}
+    for q in sample:
+        for strategy in ("hierarchical", "direct"):
+            req = HierarchicalRequest(q, include_schemas=True, strategy=strategy)
+            t = time.perf_counter()
+            res = engine.find(req)
+            times[strategy].append((time.perf_counter() - t) * 1000)
+            inner[strategy].append(
+                res.metadata["stage_ms"]["total"] - res.metadata["stage_ms"]["embed"]
+            )
+    for s in times:
+        print(
+            f"{s}: p50 {percentile(times[s], 50):.1f} ms, p95 {percentile(times[s], 95):.1f} ms; "
+            f"without embedding p50 {percentile(inner[s], 50):.1f}, "
+            f"p95 {percentile(inner[s], 95):.1f}"
+        )
+    engine.close()
+
+
+def main(argv: list[str]) -> Any:
+    if not argv:
+        raise SystemExit(__doc__)
+    cmd, rest = argv[0], argv[1:]
+    if cmd == "quality":
+        return quality(rest or ["toolbench_stable", "seal_tools"])
+    if cmd == "calibrate":
+        return calibrate()
+    if cmd == "classify":
+        return classify_report(rest[0] if rest else "livemcpbench")
+    if cmd == "latency":
+        return latency()
+    raise SystemExit(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
