@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import platformdirs
 from pydantic import BaseModel, Field, ValidationError, field_validator
@@ -66,9 +66,15 @@ class Settings(BaseSettings):
     llm_api_key: str | None = None
     llm_timeout: float = 30.0
     llm_retries: int = 2
+    llm_concurrency: int = Field(default=4, ge=1, le=64, description="LLM calls at once")
     skills_starter: bool = Field(
         default=True, description="load the starter skill catalog into an index with no skills"
     )
+
+    enrich: Literal["none", "offline", "llm"] = Field(
+        default="none", description="semantic enrichment at index time (docs/BENCHMARKS.md §6)"
+    )
+    enrich_max_age_days: float = Field(default=7.0, gt=0, description="regenerate older ones")
 
     api_key: str | None = None
     read_key: str | None = None

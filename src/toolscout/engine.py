@@ -15,6 +15,10 @@ from typing import Any
 from toolscout.embed.base import Embedder, open_embedder
 from toolscout.embed.cache import CachedEmbedder
 from toolscout.embed.querycache import QueryCache
+from toolscout.enrich.base import Enricher
+from toolscout.enrich.factory import open_enricher
+from toolscout.enrich.ops import EnrichmentOps
+from toolscout.enrich.pipeline import EnrichmentPipeline
 from toolscout.errors import QueryError
 from toolscout.ingest.sources import Loaded
 from toolscout.models import (
@@ -80,16 +84,27 @@ def prepare(tool: Tool, enrichment: dict[str, str] | None = None) -> Prepared:
     return Prepared(tool, fields, text, input_hash(tool, enrichment))
 
 
-class Engine(SkillOps):
+class Engine(EnrichmentOps, SkillOps):
     """The toolscout library API."""
 
     def __init__(
-        self, store: Store, embedder: Embedder, *, config: SearchConfig | None = None
+        self,
+        store: Store,
+        embedder: Embedder,
+        *,
+        config: SearchConfig | None = None,
+        enricher: Enricher | None = None,
+        enrich_max_age_days: float = 7.0,
     ) -> None:
         self.store = store
         self.embedder = embedder
         store.bind(IndexIdentity(embedder.name, embedder.dim, ANALYZER_VERSION))
         self.searcher = HybridSearcher(store, embedder, config)
+        self.enrichment = (
+            EnrichmentPipeline(store, enricher, max_age_days=enrich_max_age_days)
+            if enricher is not None
+            else None
+        )
 
     @classmethod
     def open(cls, settings: Any = None, **overrides: Any) -> Engine:
@@ -121,7 +136,13 @@ class Engine(SkillOps):
             field_weights=tuple(s.field_weights) if s.field_weights else DEFAULT_FIELD_WEIGHTS,
         )
         try:
-            engine = cls(store, embedder, config=config)
+            engine = cls(
+                store,
+                embedder,
+                config=config,
+                enricher=open_enricher(s),
+                enrich_max_age_days=s.enrich_max_age_days,
+            )
             engine.configure_skills(s)
             return engine
         except Exception:
@@ -157,17 +178,25 @@ class Engine(SkillOps):
                     continue
                 tools[tool.id] = tool
         existing = self.store.hashes()
+        dropped: set[str] = set()
+        if prune and sources:
+            dropped = set(self.store.hashes(Filters(sources=tuple(sorted(sources))))) - set(tools)
+        extra, context = self.enrichment_fields(tools, dropped)
         todo: list[Prepared] = []
         for tool in tools.values():
             old = existing.get(tool.id)
             if old is None:
                 report.added += 1
-            elif old[1] != input_hash(tool):
+            elif old[1] != input_hash(tool, extra.get(tool.id)):
                 report.updated += 1
             else:
                 report.unchanged += 1
                 continue  # no text analysis for unchanged tools: see input_hash
-            todo.append(prepare(tool))
+            todo.append(prepare(tool, extra.get(tool.id)))
+        for tool in context:  # same-server tools whose server profile changed
+            if existing.get(tool.id, ("", ""))[1] != input_hash(tool, extra.get(tool.id)):
+                report.updated += 1
+                todo.append(prepare(tool, extra.get(tool.id)))
         self._write(todo, report, progress)
         lost: set[str] = set()  # skills whose tools were deleted: their centroids change
         if prune and sources:

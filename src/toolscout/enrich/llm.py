@@ -11,7 +11,9 @@ not validate - are retried with exponential back-off.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
 import time
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -71,6 +73,12 @@ class OpenAICompatibleLLM:
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
+        # Usage is recorded for the enrichment stats (issue 6): totals, plus the tokens of the
+        # last successful call per thread so a caller can charge them to what it made.
+        self.calls = 0
+        self.tokens = 0
+        self._usage_lock = threading.Lock()
+        self._local = threading.local()
 
     @property
     def name(self) -> str:
@@ -91,9 +99,20 @@ class OpenAICompatibleLLM:
         )
         model = OpenAIChatModel(self.model, provider=OpenAIProvider(openai_client=client))
         agent: Agent[None, Any] = Agent(model, output_type=PromptedOutput(schema), retries=0)
-        result = agent.run_sync(
-            prompt, model_settings={"temperature": 0.0, "timeout": self.timeout}
-        )
+
+        async def run() -> Any:
+            # A loop per call, closed with its HTTP client: run_sync from worker threads
+            # leaves both open (ResourceWarnings under concurrent enrichment).
+            async with client:
+                return await agent.run(
+                    prompt, model_settings={"temperature": 0.0, "timeout": self.timeout}
+                )
+
+        result = asyncio.run(run())
+        used = int(result.usage.total_tokens or 0)
+        with self._usage_lock:
+            self.tokens += used
+        self._local.last_tokens = used
         output = result.output
         if not isinstance(output, schema):
             raise EnrichError(f"the model answered {type(output).__name__}, not {schema.__name__}")
@@ -105,6 +124,8 @@ class OpenAICompatibleLLM:
         for attempt in range(self.retries + 1):
             if attempt:
                 time.sleep(self.backoff * 2 ** (attempt - 1))
+            with self._usage_lock:
+                self.calls += 1
             try:
                 return self._once(prompt, schema)
             except Exception as exc:  # transport, timeout, invalid JSON: all retryable here
@@ -114,6 +135,10 @@ class OpenAICompatibleLLM:
             f"{self.name} at {self.base_url}: no valid answer after {self.retries + 1} "
             f"attempts: {type(last).__name__}: {last}"
         ) from last
+
+    def last_tokens(self) -> int:
+        """Tokens the last successful call made from this thread used (0 before any)."""
+        return int(getattr(self._local, "last_tokens", 0))
 
 
 def open_llm(settings: Settings) -> OpenAICompatibleLLM | None:

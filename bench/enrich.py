@@ -1,0 +1,166 @@
+"""Enrichment gain and cost (issue 6): hit@3 / nDCG@10 with and without enrichment, same run.
+
+    python bench/enrich.py                         # hybrid, none vs offline, both sets
+    python bench/enrich.py --mode bm25             # lexical leg only (fast: no embedding)
+    python bench/enrich.py --weights 3,2.5,2,2,1.5,1.5,1,1 --enrich offline --mode bm25
+    python bench/enrich.py --cost                  # offline time per 1,000 tools
+
+Tuning sets: toolbench_stable G1_* groups and seal_tools ``dev``; the other groups/splits are
+reported separately as held-out. ``--mode bm25`` swaps the embedder for zero vectors (the
+lexical leg never reads them), so lexical iterations cost no model time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from toolscout.config import Settings
+from toolscout.engine import Engine
+from toolscout.enrich.base import Enricher
+from toolscout.enrich.cache import EnrichReport
+from toolscout.enrich.offline import OfflineEnricher, OfflineOptions
+from toolscout.enrich.pipeline import EnrichmentPipeline
+from toolscout.eval.run import evaluate, index_dataset, load_queries
+from toolscout.ingest.jsonfile import CatalogFile
+from toolscout.models import SearchMode
+from toolscout.search.hybrid import DEFAULT_FIELD_WEIGHTS, SearchConfig
+from toolscout.store.sqlite import SQLiteStore
+
+BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench"
+SETS = {"toolbench_stable": ("group", "G1_"), "seal_tools": ("split", "dev")}
+
+
+class ZeroVectors:
+    """Stand-in embedder for lexical-only runs: the BM25 leg never reads vectors."""
+
+    name = "zero-vectors"
+    dim = 8
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return np.zeros((len(texts), self.dim), dtype=np.float32)
+
+    embed_query = embed
+
+
+def _engine(db: Path, mode: str, enrich: str, weights: tuple[float, ...]) -> Engine:
+    enricher: Enricher | None = None
+    if enrich.startswith("offline"):
+        # offline:101101 switches OfflineOptions fields off/on in declaration order (ablation)
+        flags = enrich.partition(":")[2]
+        names = [f.name for f in dataclasses.fields(OfflineOptions)]
+        opts = OfflineOptions(**{n: c == "1" for n, c in zip(names, flags, strict=False)})
+        enricher = OfflineEnricher(opts)
+    config = SearchConfig(field_weights=weights)
+    if mode == "bm25":
+        return Engine(
+            SQLiteStore(f"sqlite:///{db}"), ZeroVectors(), config=config, enricher=enricher
+        )
+    engine = Engine.open(Settings(db=str(db), enrich="none", field_weights=list(weights)))
+    if enricher is not None:
+        engine.enrichment = EnrichmentPipeline(engine.store, enricher)
+    return engine
+
+
+def _split(
+    groups: dict[str, dict[str, float]], rows: dict[str, int], tuned: str
+) -> dict[str, dict[str, float]]:
+    """Query-weighted means over tuned / held-out groups."""
+    out: dict[str, dict[str, float]] = {}
+    for label, keep in (("tuned", True), ("held-out", False)):
+        picked = [(g, m) for g, m in groups.items() if g.startswith(tuned) == keep]
+        n = sum(rows[g] for g, _ in picked)
+        if n:
+            out[label] = {
+                k: sum(m[k] * rows[g] for g, m in picked) / n for k in ("hit@3", "ndcg@10")
+            }
+    return out
+
+
+def run_one(set_name: str, mode: str, enrich: str, weights: tuple[float, ...]) -> dict[str, object]:
+    set_dir = BENCH / set_name
+    field, tuned = SETS[set_name]
+    rows: dict[str, int] = {}
+    for q in load_queries(set_dir / "queries.jsonl", field):
+        rows[q.group or ""] = rows.get(q.group or "", 0) + 1
+    with tempfile.TemporaryDirectory(prefix="bench-enrich-") as tmp:
+        engine = _engine(Path(tmp) / "i.db", mode, enrich, weights)
+        try:
+            t0 = time.perf_counter()
+            index_dataset(engine, set_dir)
+            index_s = time.perf_counter() - t0
+            report = evaluate(engine, set_dir, mode=SearchMode(mode), group_field=field)
+        finally:
+            engine.close()
+    result: dict[str, object] = {
+        "set": set_name,
+        "mode": mode,
+        "enrich": enrich,
+        "index_s": round(index_s, 1),
+        "hit@3": round(100 * report.overall["hit@3"], 1),
+        "ndcg@10": round(100 * report.overall["ndcg@10"], 1),
+    }
+    for label, m in _split(report.groups, rows, tuned).items():
+        result[label] = {k: round(100 * v, 1) for k, v in m.items()}
+    result["groups"] = {g: round(100 * m["ndcg@10"], 1) for g, m in report.groups.items()}
+    return result
+
+
+def cost(set_name: str) -> dict[str, object]:
+    """Offline enrichment time per 1,000 tools, direct and through the cache (SQLite)."""
+    tools = CatalogFile(BENCH / set_name / "tools.jsonl", source=set_name).read().tools
+    with tempfile.TemporaryDirectory(prefix="bench-enrich-") as tmp:
+        store = SQLiteStore(f"sqlite:///{tmp}/c.db")
+        pipeline = EnrichmentPipeline(store, OfflineEnricher())
+        t0 = time.perf_counter()
+        pipeline.fields(tools)
+        first = time.perf_counter() - t0
+        made: EnrichReport = pipeline.last_report
+        t0 = time.perf_counter()
+        pipeline.fields(tools)
+        again = time.perf_counter() - t0
+        hits = pipeline.last_report.tools_cached
+        store.close()
+    k = 1000 / len(tools)
+    return {
+        "set": set_name,
+        "tools": len(tools),
+        "first_pass_s_per_1000": round(first * k, 3),
+        "rerun_s_per_1000": round(again * k, 3),
+        "made": made.tools_made,
+        "rerun_cache_hits": hits,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sets", default="toolbench_stable,seal_tools")
+    parser.add_argument("--mode", choices=("bm25", "hybrid", "vector"), default="hybrid")
+    parser.add_argument("--enrich", default="none,offline", help="comma list of none/offline")
+    parser.add_argument("--weights", default=None, help="8 comma-separated field weights")
+    parser.add_argument("--cost", action="store_true")
+    args = parser.parse_args()
+    sets = args.sets.split(",")
+    if args.cost:
+        for s in sets:
+            print(json.dumps(cost(s)))
+        return
+    weights = (
+        tuple(float(x) for x in args.weights.split(",")) if args.weights else DEFAULT_FIELD_WEIGHTS
+    )
+    for s in sets:
+        for enrich in args.enrich.split(","):
+            print(json.dumps(run_one(s, args.mode, enrich, weights)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
