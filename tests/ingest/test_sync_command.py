@@ -1,0 +1,77 @@
+"""``toolscout sync`` over an MCP config, a tool folder and a catalog, through the real CLI app."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from mcp_test_servers import CRASH_SCRIPT, Catalog, tool
+from typer.testing import CliRunner
+
+from toolscout.cli import _register, app
+
+
+@pytest.fixture(scope="module")
+def cli() -> CliRunner:
+    _register()
+    return CliRunner()
+
+
+def test_sync_reports_each_source_and_exits_5_when_one_failed(
+    cli: CliRunner, tmp_path: Path, server_script: Path, catalog: Catalog
+) -> None:
+    catalog.write([tool("read_file", "Read a file"), tool("write_file", "Write a file")])
+    crash = tmp_path / "crash.py"
+    crash.write_text(CRASH_SCRIPT, encoding="utf-8")
+    config = tmp_path / ".mcp.json"
+    config.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "files": {
+                        "command": sys.executable,
+                        "args": [str(server_script), str(catalog.path)],
+                    },
+                    "broken": {"command": sys.executable, "args": [str(crash)]},
+                    "typo": {"args": ["no command"]},
+                }
+            }
+        ),
+        encoding="utf-8",
+    )
+    tools = tmp_path / "tools" / "mcptools" / "text"
+    tools.mkdir(parents=True)
+    (tools / "shout.py").write_text('def run(s: str):\n    """Upper-case a text."""\n', "utf-8")
+    cat_file = tmp_path / "extra.json"
+    cat_file.write_text(json.dumps([tool("ping", "Ping a host")]), encoding="utf-8")
+    db = tmp_path / "cli.db"
+    args = ["sync", "--db", str(db), "--mcp-config", str(config)]
+    args += ["--tools-dir", str(tmp_path / "tools"), str(cat_file), "--json"]
+
+    result = cli.invoke(app, args)
+    assert result.exit_code == 5, result.output
+    report = json.loads(result.stdout)
+    by_source = {s["source"]: s for s in report["sources"]}
+    assert by_source["mcp:files"]["added"] == 2
+    assert by_source[f"tools:{(tmp_path / 'tools').resolve()}"]["added"] == 1
+    assert by_source[str(cat_file.resolve())]["added"] == 1
+    assert "TOKEN is not set" in by_source["mcp:broken"]["error"]
+    assert any("'typo'" in p and "command" in p for p in report["problems"])
+
+    again = json.loads(cli.invoke(app, args).stdout)
+    assert again["totals"]["embedded"] == 0
+    assert again["totals"]["unchanged"] == 4
+
+
+def test_sync_without_any_source_says_how_to_give_one(cli: CliRunner, tmp_path: Path) -> None:
+    result = cli.invoke(app, ["sync", "--db", str(tmp_path / "x.db")])
+    assert result.exit_code != 0
+    assert "no sources" in str(result.exception)
+
+
+def test_a_missing_tools_dir_is_refused_up_front(cli: CliRunner, tmp_path: Path) -> None:
+    result = cli.invoke(app, ["watch", "--db", str(tmp_path / "x.db"), "--tools-dir", "nope"])
+    assert result.exit_code != 0
+    assert "no such directory" in str(result.exception)
