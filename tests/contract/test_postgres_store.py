@@ -133,11 +133,25 @@ def test_concurrent_writers_neither_duplicate_nor_lose_tools(pg_url: str) -> Non
             s.close()
 
 
+def index_names(store: PostgresStore) -> set[str]:
+    rows = store._query(
+        "SELECT indexname FROM pg_indexes WHERE tablename = 'tools' AND schemaname = current_schema()"
+    )
+    return {r[0] for r in rows}
+
+
 def test_hnsw_answers_like_the_exact_scan(pg_url: str, url_with: Callable[..., str]) -> None:
     exact = PostgresStore(pg_url)
     exact.bind(IDENTITY)
     rng = np.random.default_rng(11)
-    exact.upsert([make_entry(i, rng) for i in range(300)])
+    entries = [make_entry(i, rng) for i in range(300)]
+    exact.upsert(entries[:150])
+    # Below exact_below (2000) the index would never be used, so it is not built.
+    assert "tools_embedding_hnsw" not in index_names(exact)
+    approximate = PostgresStore(url_with(pg_url, exact_below=100))
+    approximate.upsert(entries[150:])
+    assert "tools_embedding_hnsw" in index_names(approximate)
+    approximate.close()
     approximate = PostgresStore(url_with(pg_url, exact_below=0))
     try:
         with approximate._pool.connection() as conn, conn.transaction():
@@ -155,6 +169,22 @@ def test_hnsw_answers_like_the_exact_scan(pg_url: str, url_with: Callable[..., s
     finally:
         exact.close()
         approximate.close()
+
+
+def test_a_bulk_load_rebuilds_the_vector_index_once_at_the_end(
+    pg_url: str, url_with: Callable[..., str]
+) -> None:
+    store = PostgresStore(url_with(pg_url, exact_below=50))
+    store.bind(IDENTITY)
+    rng = np.random.default_rng(3)
+    try:
+        with store.bulk():
+            store.upsert([make_entry(i, rng) for i in range(120)])
+            assert "tools_embedding_hnsw" not in index_names(store)
+        assert "tools_embedding_hnsw" in index_names(store)
+        assert store.count() == 120
+    finally:
+        store.close()
 
 
 def test_term_splitting_matches_fts5_unicode61() -> None:

@@ -8,6 +8,8 @@ It answers every :class:`~toolscout.store.base.Store` call the way the embedded 
   reach are few (``exact_below``, default 2000) the scan is exact, like the SQLite store's;
   above that HNSW answers, with ``hnsw.ef_search`` (default 200) and iterative scans for
   filtered queries. A few extra candidates are fetched and re-sorted so ties break by id.
+  The index itself is built when the table first outgrows ``exact_below`` (or at the end of
+  a ``bulk()`` load).
 
 Several processes: the store keeps no copy of index data in memory, so a write by one process
 is seen by the next query of every other. Writes take one transaction-scoped advisory lock per
@@ -23,7 +25,6 @@ from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from toolscout.errors import ConfigError, StoreError, ToolNotFound
 from toolscout.models import Filters, ItemType, Scored, Tool
@@ -34,18 +35,18 @@ from toolscout.store.postgres_conn import (
     parse_url,
     prepare_database,
     sql_errors,
+    where_sql,
 )
 from toolscout.store.postgres_enrich import PostgresEnrichments
 from toolscout.store.postgres_lexical import bm25_sql, document_terms, query_terms
 from toolscout.store.postgres_skills import PostgresSkillTables
+from toolscout.store.postgres_vector import PostgresVectorLeg
 
 _TOOL_COLUMNS = (
     "t.id, t.name, t.description, t.input_schema, t.output_schema, t.annotations, "
     "t.item_type, t.server, t.source, t.category"
 )
 _GROUPABLE = {"server", "source", "item_type", "category"}
-#: Extra HNSW candidates fetched so that equal scores at the cut still break by id.
-_TIE_MARGIN = 10
 
 
 def _row_to_tool(row: Sequence[Any]) -> Tool:
@@ -68,31 +69,6 @@ def _dumps(value: Any) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def where_sql(filters: Filters | None, alias: str = "t") -> tuple[str, list[Any]]:
-    """SQL condition (``%s`` placeholders) restricting tools to ``filters``; 'true' when empty."""
-    if filters is None or filters.is_empty():
-        return "true", []
-    parts: list[str] = []
-    params: list[Any] = []
-    columns: list[tuple[str, Sequence[str] | None]] = [
-        ("server", filters.servers),
-        ("source", filters.sources),
-        (
-            "item_type",
-            None if filters.item_types is None else [t.value for t in filters.item_types],
-        ),
-        ("id", filters.tool_ids),
-    ]
-    for column, values in columns:
-        if values is not None:
-            parts.append(f"{alias}.{column} = ANY(%s)")
-            params.append(list(values))
-    if filters.skill_ids is not None:
-        parts.append(f"{alias}.id IN (SELECT tool_id FROM tool_skills WHERE skill_id = ANY(%s))")
-        params.append(list(filters.skill_ids))
-    return " AND ".join(parts), params
-
-
 def _check_text(tool: Tool) -> None:
     for field in ("id", "name", "description", "server", "source", "category"):
         value = getattr(tool, field)
@@ -103,7 +79,7 @@ def _check_text(tool: Tool) -> None:
             )
 
 
-class PostgresStore(PostgresSkillTables, PostgresEnrichments):
+class PostgresStore(PostgresVectorLeg, PostgresSkillTables, PostgresEnrichments):
     """A :class:`~toolscout.store.base.Store` in a PostgreSQL schema (pgvector required)."""
 
     def __init__(self, url: str) -> None:
@@ -112,6 +88,7 @@ class PostgresStore(PostgresSkillTables, PostgresEnrichments):
         search_path = prepare_database(self._target)
         self._pool = open_pool(self._target, search_path)
         self._lock_key = "toolscout-write:" + self._target.schema
+        self._bulk = False
         ident = self.identity()
         self._dim: int | None = ident.dim if ident else None
 
@@ -174,10 +151,6 @@ class PostgresStore(PostgresSkillTables, PostgresEnrichments):
                 return
             dim = int(identity.dim)
             conn.execute(f"ALTER TABLE tools ADD COLUMN IF NOT EXISTS embedding vector({dim})")
-            conn.execute(
-                "CREATE INDEX IF NOT EXISTS tools_embedding_hnsw ON tools "
-                "USING hnsw (embedding vector_cosine_ops)"
-            )
             conn.execute(
                 "INSERT INTO meta(key, value) VALUES ('identity', %s)",
                 (json.dumps(identity.__dict__),),
@@ -265,11 +238,14 @@ class PostgresStore(PostgresSkillTables, PostgresEnrichments):
                         copy.write_row((term, row[0], row[12], tf))
             added = len(ids) - int(existing[0] if existing else 0)
             # Every write counts, as every FTS5 insert does (see postgres_lexical).
-            conn.execute(
+            live = conn.execute(
                 "UPDATE lexical_stats SET rows_indexed = rows_indexed + %s, "
-                "tokens_indexed = tokens_indexed + %s, live_rows = live_rows + %s",
+                "tokens_indexed = tokens_indexed + %s, live_rows = live_rows + %s "
+                "RETURNING live_rows",
                 (len(entries), tokens, added),
-            )
+            ).fetchone()
+            if not self._bulk and live is not None and int(live[0]) > self._target.exact_below:
+                self._ensure_vector_index(conn)
 
     def delete(self, ids: Sequence[str]) -> int:
         """Raises: StoreError."""
@@ -346,68 +322,6 @@ class PostgresStore(PostgresSkillTables, PostgresEnrichments):
         statement = bm25_sql(w, None if cond == "true" else cond)
         rows = self._query(statement, [terms, *params, limit])
         return [Scored(r[0], float(r[1])) for r in rows]
-
-    def _exact_scan(self, cond: str, params: list[Any]) -> bool:
-        """True when few enough rows pass the filters for an exact scan to be cheap."""
-        cap = self._target.exact_below
-        if cond == "true":
-            rows = self._query("SELECT live_rows FROM lexical_stats")
-            return int(rows[0][0]) <= cap
-        rows = self._query(
-            f"SELECT count(*) FROM (SELECT 1 FROM tools t WHERE {cond} LIMIT %s) s",
-            [*params, cap + 1],
-        )
-        return int(rows[0][0]) <= cap
-
-    def nearest(
-        self, vector: NDArray[np.float32], *, limit: int, filters: Filters | None = None
-    ) -> list[Scored]:
-        """Raises: StoreError (wrong dimension, PostgreSQL failure)."""
-        if self._dim is None or limit <= 0:
-            return []
-        query = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if query.shape != (self._dim,):
-            raise StoreError(
-                f"query vector has dimension {query.shape[0]}, index wants {self._dim}"
-            )
-        cond, params = where_sql(filters)
-        if self._exact_scan(cond, params):
-            # A second sort key keeps the planner off the HNSW index: an exact scan.
-            rows = self._query(
-                f"SELECT t.id, 1 - (t.embedding <=> %b) AS s FROM tools t "
-                f"WHERE {cond} AND t.embedding IS NOT NULL "
-                f"ORDER BY t.embedding <=> %b, t.id LIMIT %s",
-                [query, *params, query, limit],
-            )
-            return [Scored(r[0], float(r[1])) for r in rows]
-        want = limit + _TIE_MARGIN
-        statement = (
-            f"SELECT t.id, 1 - (t.embedding <=> %b) AS s FROM tools t "
-            f"WHERE {cond} AND t.embedding IS NOT NULL ORDER BY t.embedding <=> %b LIMIT %s"
-        )
-        args = [query, *params, query, want]
-        if want > self._target.ef_search:
-            with (
-                sql_errors("vector query", self._target),
-                self._pool.connection() as conn,
-                conn.transaction(),
-            ):
-                conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(want),))
-                rows = conn.execute(statement, args).fetchall()
-        else:
-            rows = self._query(statement, args)
-        ranked = sorted(((float(r[1]), str(r[0])) for r in rows), key=lambda p: (-p[0], p[1]))
-        return [Scored(i, s) for s, i in ranked[:limit]]
-
-    def vectors(self, ids: Sequence[str]) -> dict[str, NDArray[np.float32]]:
-        if self._dim is None or not ids:
-            return {}
-        rows = self._query(
-            "SELECT id, embedding FROM tools WHERE id = ANY(%s) AND embedding IS NOT NULL",
-            (list(ids),),
-            binary=True,
-        )
-        return {str(r[0]): r[1] for r in rows}
 
     def close(self) -> None:
         self._pool.close()

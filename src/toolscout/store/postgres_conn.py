@@ -1,5 +1,6 @@
 """Connecting to PostgreSQL: URL options, the first connection (extension, schema, migrations),
-the connection pool, pgvector's binary wire format, and psycopg errors as StoreErrors.
+the connection pool, pgvector's binary wire format, filters as SQL, and psycopg errors as
+StoreErrors.
 
 Store options ride on the URL's query string and are removed before libpq sees it::
 
@@ -13,7 +14,7 @@ share one database); ``ef_search`` and ``exact_below`` tune the vector leg (see
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,7 @@ from psycopg.types import TypeInfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from toolscout.errors import StoreError
+from toolscout.models import Filters
 from toolscout.store.migrations.postgres import MIGRATIONS, SCHEMA_VERSION
 
 Conn = psycopg.Connection[tuple[Any, ...]]
@@ -111,6 +113,31 @@ def sql_errors(what: str, target: PgTarget) -> Iterator[None]:
         raise StoreError(f"{what}: PostgreSQL at {target.display} is unreachable: {exc}") from exc
     except psycopg.Error as exc:
         raise StoreError(f"{what} on {target.display} failed: {exc}") from exc
+
+
+def where_sql(filters: Filters | None, alias: str = "t") -> tuple[str, list[Any]]:
+    """SQL condition (``%s`` placeholders) restricting tools to ``filters``; 'true' when empty."""
+    if filters is None or filters.is_empty():
+        return "true", []
+    parts: list[str] = []
+    params: list[Any] = []
+    columns: list[tuple[str, Sequence[str] | None]] = [
+        ("server", filters.servers),
+        ("source", filters.sources),
+        (
+            "item_type",
+            None if filters.item_types is None else [t.value for t in filters.item_types],
+        ),
+        ("id", filters.tool_ids),
+    ]
+    for column, values in columns:
+        if values is not None:
+            parts.append(f"{alias}.{column} = ANY(%s)")
+            params.append(list(values))
+    if filters.skill_ids is not None:
+        parts.append(f"{alias}.id IN (SELECT tool_id FROM tool_skills WHERE skill_id = ANY(%s))")
+        params.append(list(filters.skill_ids))
+    return " AND ".join(parts), params
 
 
 # -- pgvector binary format: uint16 dim, uint16 unused, dim big-endian float32 ------------------

