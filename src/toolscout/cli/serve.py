@@ -14,6 +14,7 @@ import typer
 
 from toolscout.cli import app
 from toolscout.cli.options import DbOption, open_engine, settings
+from toolscout.store.base import open_store
 
 HostOption = Annotated[
     str | None,
@@ -40,8 +41,13 @@ def serve(
         raise typer.BadParameter("must be auto, asyncio or uvloop", param_hint="--loop")
     # Workers are separate processes: they get the resolved store location through the env.
     os.environ["TOOLSCOUT_DB"] = s.db
-    # Fail here with a clear message rather than in every worker.
-    open_engine(s.db).close()
+    # Fail here with a clear message rather than in every worker. One worker runs in this
+    # process and reuses the loaded model; with several, only the store is checked so the
+    # supervisor does not keep a model it never uses.
+    if workers == 1:
+        open_engine(s.db).close()
+    else:
+        open_store(s.db).close()
     uvicorn.run(
         "toolscout.api.http:app_from_env",
         factory=True,
