@@ -115,17 +115,12 @@ def bm25_sql(weights: Sequence[float], filter_sql: str | None) -> str:
             SELECT q.ord, h.tool_id, h.doc_len, ({f_expr}) AS f
             FROM q JOIN tool_terms h ON h.term = q.term
         ),
-        st AS (
-            SELECT rows_indexed, tokens_indexed::float8 / rows_indexed::float8 AS avgdl
-            FROM lexical_stats
-        ),
         idf AS (
             SELECT d.ord,
                    CASE WHEN x.v <= 0 THEN 1e-6::float8 ELSE x.v END AS idf
             FROM (SELECT ord, count(*) AS n FROM hits GROUP BY ord) d
-            CROSS JOIN st
             CROSS JOIN LATERAL (
-                SELECT ln(((st.rows_indexed - d.n)::float8 + 0.5::float8)
+                SELECT ln((((SELECT rows_indexed FROM lexical_stats) - d.n)::float8 + 0.5::float8)
                           / (d.n::float8 + 0.5::float8)) AS v
             ) x
         ),
@@ -133,9 +128,11 @@ def bm25_sql(weights: Sequence[float], filter_sql: str | None) -> str:
             SELECT hits.tool_id,
                    sum(idf.idf * ((hits.f * (1.2::float8 + 1.0::float8))
                        / (hits.f + 1.2::float8 * (1::float8 - 0.75::float8
-                          + 0.75::float8 * hits.doc_len::float8 / st.avgdl)))
+                          + 0.75::float8 * hits.doc_len::float8 / (
+                              SELECT tokens_indexed::float8 / rows_indexed::float8
+                              FROM lexical_stats))))
                        ORDER BY hits.ord) AS score
-            FROM hits JOIN idf ON idf.ord = hits.ord CROSS JOIN st
+            FROM hits JOIN idf ON idf.ord = hits.ord
             {where}
             GROUP BY hits.tool_id
         )
