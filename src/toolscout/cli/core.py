@@ -184,11 +184,15 @@ def eval_(
     reuse: Annotated[bool, typer.Option(help="Search the --db index as it is (no indexing).")] = False,
     group: Annotated[str | None, typer.Option(help="Query field to report per subset.")] = None,
     run_file: Annotated[Path | None, typer.Option(help="Write each query's ranking (JSONL).")] = None,
+    enrich: Annotated[
+        str | None,
+        typer.Option(help="none, offline or llm: enrichment while indexing (default: setting)."),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Measure recall/hit/complete/nDCG@1,3,5,10 and latency on a dataset."""
     with tempfile.TemporaryDirectory(prefix="toolscout-eval-") as tmp:
-        engine = open_engine(db if (db or reuse) else str(Path(tmp) / "eval.db"))
+        engine = open_engine(db if (db or reuse) else str(Path(tmp) / "eval.db"), enrich=enrich)
         try:
             if not reuse:
                 with _progress() as bar:
