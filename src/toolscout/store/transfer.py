@@ -12,6 +12,7 @@ index built by another toolscout version or enricher setting: `toolscout index` 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -133,7 +134,10 @@ def copy_index(
         got = source.get_many(ids[start : start + BATCH])
         tools.extend(got[i] for i in ids[start : start + BATCH] if i in got)
     report.enrichments = _copy_enrichments(source, target, tools)
-    _copy_tools(source, target, tools, derive, report, progress)
+    # A store that can defer index upkeep for a bulk load (PostgreSQL's HNSW) gets to.
+    bulk = getattr(target, "bulk", None)
+    with bulk() if callable(bulk) else nullcontext():
+        _copy_tools(source, target, tools, derive, report, progress)
     _copy_skills(source, target, ids, report)
     for key in COPIED_META:
         value = source.get_meta(key)
