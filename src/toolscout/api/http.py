@@ -18,6 +18,7 @@ from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from threadpoolctl import threadpool_limits
 
 from toolscout.api.auth import Access, KeyPolicy, bearer_token, check_access
 from toolscout.api.errors import body_for, error_body, validation_body
@@ -281,11 +282,22 @@ def create_app(
     return app
 
 
+def limit_blas_threads() -> None:
+    """One BLAS thread per call in a server process.
+
+    Each request runs a mat-vec over every tool vector; with several requests in flight,
+    OpenBLAS's own threads only oversubscribe the cores (measured on the 2-core machine:
+    hierarchical search p50 59 ms with one BLAS thread, 126 ms with two; docs/BENCHMARKS.md).
+    """
+    threadpool_limits(limits=1, user_api="blas")
+
+
 def app_from_env() -> FastAPI:
     """Factory for ``uvicorn --factory`` (one per worker): Settings from env, own engine.
 
     Raises:
         ConfigError, StoreError, EmbedError: the engine cannot be opened.
     """
+    limit_blas_threads()
     settings = load_settings()
     return create_app(Engine.open(settings), settings, own_engine=True)

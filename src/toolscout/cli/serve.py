@@ -75,8 +75,10 @@ def mcp(
 ) -> None:
     """Serve MCP tools search_tools, get_tool_schema, list_skills, search_skills."""
     from toolscout.api.auth import KeyPolicy
+    from toolscout.api.http import limit_blas_threads
     from toolscout.api.mcp import create_mcp_http_app, create_mcp_server
 
+    limit_blas_threads()
     s = settings(db)
     engine = open_engine(db)
     try:
