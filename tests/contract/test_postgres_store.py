@@ -3,6 +3,7 @@ several processes and writers on one database, the HNSW path, FTS5-identical tok
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import threading
@@ -36,6 +37,15 @@ def make_entry(i: int, rng: np.random.Generator, words: str = "") -> IndexEntry:
 def test_an_unreachable_server_is_a_store_error_naming_it() -> None:
     with pytest.raises(StoreError, match=r"cannot connect to PostgreSQL at .*127\.0\.0\.1:1"):
         PostgresStore("postgresql://nobody:secret@127.0.0.1:1/none?connect_timeout=2")
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [("pool_max=ten", "pool_max='ten' must be an integer"), ("schema=a;b", "schema='a;b'")],
+)
+def test_a_bad_url_option_is_named(query: str, message: str) -> None:
+    with pytest.raises(StoreError, match=re.escape(message)):
+        PostgresStore(f"postgresql://u@127.0.0.1:1/db?{query}")
 
 
 def test_the_password_never_shows_in_the_store_url(pg_url: str) -> None:
@@ -135,7 +145,8 @@ def test_concurrent_writers_neither_duplicate_nor_lose_tools(pg_url: str) -> Non
 
 def index_names(store: PostgresStore) -> set[str]:
     rows = store._query(
-        "SELECT indexname FROM pg_indexes WHERE tablename = 'tools' AND schemaname = current_schema()"
+        "SELECT indexname FROM pg_indexes "
+        "WHERE tablename = 'tools' AND schemaname = current_schema()"
     )
     return {r[0] for r in rows}
 
