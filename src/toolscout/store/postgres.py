@@ -89,7 +89,11 @@ class PostgresStore(PostgresVectorLeg, PostgresSkillTables, PostgresEnrichments)
         self._pool = open_pool(self._target, search_path)
         self._lock_key = "toolscout-write:" + self._target.schema
         self._bulk = False
-        ident = self.identity()
+        try:
+            ident = self.identity()
+        except BaseException:
+            self._pool.close()
+            raise
         self._dim: int | None = ident.dim if ident else None
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -204,7 +208,7 @@ class PostgresStore(PostgresVectorLeg, PostgresSkillTables, PostgresEnrichments)
         """Raises: StoreError (no identity bound, wrong vector shape, PostgreSQL failure)."""
         if not entries:
             return
-        if self._dim is None:
+        if self._bound_dim() is None:
             raise StoreError("the index has no embedder bound yet; call bind() first")
         latest: dict[str, tuple[tuple[Any, ...], dict[str, list[int]]]] = {}
         tokens = 0

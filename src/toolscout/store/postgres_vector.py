@@ -16,6 +16,7 @@ from psycopg_pool import ConnectionPool
 
 from toolscout.errors import StoreError
 from toolscout.models import Filters, Scored
+from toolscout.store.base import IndexIdentity
 from toolscout.store.postgres_conn import Conn, PgTarget, sql_errors, where_sql
 
 #: Extra HNSW candidates fetched so that equal scores at the cut still break by id.
@@ -29,6 +30,17 @@ class PostgresVectorLeg:
     _pool: ConnectionPool[Conn]
     _dim: int | None
     _bulk: bool = False
+
+    def identity(self) -> IndexIdentity | None:  # provided by the store
+        raise NotImplementedError
+
+    def _bound_dim(self) -> int | None:
+        """The index dimension; re-read when unknown, since another process may have bound
+        the index after this one opened it."""
+        if self._dim is None:
+            ident = self.identity()
+            self._dim = ident.dim if ident else None
+        return self._dim
 
     def transaction(self) -> AbstractContextManager[Conn]:  # provided by the store
         raise NotImplementedError
@@ -78,7 +90,7 @@ class PostgresVectorLeg:
         self, vector: NDArray[np.float32], *, limit: int, filters: Filters | None = None
     ) -> list[Scored]:
         """Raises: StoreError (wrong dimension, PostgreSQL failure)."""
-        if self._dim is None or limit <= 0:
+        if self._bound_dim() is None or limit <= 0:
             return []
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
         if query.shape != (self._dim,):
@@ -120,7 +132,7 @@ class PostgresVectorLeg:
         return [Scored(i, s) for s, i in ranked[:limit]]
 
     def vectors(self, ids: Sequence[str]) -> dict[str, NDArray[np.float32]]:
-        if self._dim is None or not ids:
+        if not ids or self._bound_dim() is None:
             return {}
         rows = self._query(
             "SELECT id, embedding FROM tools WHERE id = ANY(%s) AND embedding IS NOT NULL",
