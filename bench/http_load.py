@@ -8,8 +8,9 @@ For each server configuration (workers, event loop, query-vector cache size) it 
 connection count. wrk's Lua script cycles through every distinct query of the shared sets
 (``toolbench_stable`` + ``seal_tools``: ~2,800 queries), each thread starting at its own offset,
 so the run is not one cached query repeated. Requests use the hierarchical search defaults
-(``{"query": ...}``). A baseline is measured in the same run: ``GET /health`` (no search: the
-web layer's own ceiling) on the first configuration.
+(``{"query": ...}``). A baseline is measured in the same run on the first configuration:
+``GET /api/v1/tools/{id}`` (one tool read by primary key: the web layer plus the cheapest
+engine call, i.e. the ceiling without search).
 
 It reports per run: requests/s, latency p50/p95/p99 (wrk's histogram, ms), non-2xx and socket
 errors, server RSS (all worker processes, MiB) after the run, and the query-vector cache's
@@ -147,9 +148,12 @@ def rss_mib(pid: int) -> float:
 def cache_stats(port: int, workers: int) -> dict[str, int]:
     """Sum the query caches of every worker (asks /health until each pid answered)."""
     seen: dict[int, dict[str, int]] = {}
-    with httpx.Client(timeout=10) as http:
+    with httpx.Client(timeout=60) as http:
         for _ in range(200):
-            body = http.get(f"http://127.0.0.1:{port}/health").json()
+            try:
+                body = http.get(f"http://127.0.0.1:{port}/health").json()
+            except httpx.HTTPError:
+                continue  # a worker still draining the run's backlog; ask again
             seen[body["pid"]] = body.get("query_cache") or {}
             if len(seen) >= workers:
                 break
@@ -194,8 +198,11 @@ def bench_config(
     rows: list[dict[str, Any]] = []
     try:
         if baseline:
-            row = run_wrk(f"http://127.0.0.1:{port}", scripts["health"], 32, duration)
-            rows.append({"config": cfg.label, "route": "GET /health", **row})
+            first = httpx.get(f"http://127.0.0.1:{port}/api/v1/tools?limit=1", timeout=30)
+            tool_id = first.json()["items"][0]["id"]
+            scripts["get"].write_text(lua_script([], "GET", f"/api/v1/tools/{tool_id}"))
+            row = run_wrk(f"http://127.0.0.1:{port}", scripts["get"], 32, duration)
+            rows.append({"config": cfg.label, "route": "GET /api/v1/tools/{id}", **row})
             print(json.dumps(rows[-1]), flush=True)
         for c in conns:
             before = cache_stats(port, cfg.workers)
@@ -235,10 +242,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="toolscout-wrk-") as tmp:
         scripts = {
             "search": Path(tmp) / "search.lua",
-            "health": Path(tmp) / "health.lua",
+            "get": Path(tmp) / "get.lua",
         }
         scripts["search"].write_text(lua_script(queries, "POST", "/api/v1/search"))
-        scripts["health"].write_text(lua_script(queries[:1], "GET", "/health"))
         for i, cfg in enumerate(configs):
             rows += bench_config(args.db, cfg, scripts, conns, args.duration, baseline=i == 0)
     if args.out:
