@@ -9,13 +9,13 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 JSON = dict[str, Any]
 
 
-class ItemType(str, Enum):
+class ItemType(StrEnum):
     """What an indexed item is: MCP servers expose tools, prompts and resources."""
 
     TOOL = "tool"
@@ -23,7 +23,7 @@ class ItemType(str, Enum):
     RESOURCE = "resource"
 
 
-class SearchMode(str, Enum):
+class SearchMode(StrEnum):
     """Which retrieval legs a search uses."""
 
     BM25 = "bm25"

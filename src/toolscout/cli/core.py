@@ -81,9 +81,8 @@ def index(
     if not files:
         raise IngestError("index: give catalog files or folders, or --builtin")
     if rebuild:
-        from toolscout.store.base import open_store
-
         from toolscout.cli.options import settings as _settings
+        from toolscout.store.base import open_store
 
         store = open_store(_settings(db).db)
         reset = getattr(store, "reset", None)
@@ -102,7 +101,9 @@ def index(
         with _progress() as bar:
             task = bar.add_task("embed", total=None)
             report = engine.index(
-                loads, prune=prune, progress=lambda done, total: bar.update(task, completed=done, total=total)
+                loads,
+                prune=prune,
+                progress=lambda done, total: bar.update(task, completed=done, total=total),
             )
         _print_report(report, as_json)
     finally:
@@ -165,7 +166,9 @@ def info(db: DbOption = None, as_json: JsonOption = False) -> None:
 
 def _print_eval(report: Report) -> None:
     table = Table(title=f"{report.dataset} ({report.mode}, {report.queries} queries)")
-    cols = ["subset"] + [f"{m}@{k}" for m in ("recall", "hit", "complete", "ndcg") for k in (1, 3, 5, 10)]
+    cols = ["subset"] + [
+        f"{m}@{k}" for m in ("recall", "hit", "complete", "ndcg") for k in (1, 3, 5, 10)
+    ]
     for c in cols:
         table.add_column(c, justify="right")
     rows = [("ALL", report.overall), *report.groups.items()]
@@ -181,9 +184,13 @@ def eval_(
     set_dir: Annotated[Path, typer.Argument(help="Folder with tools.jsonl and queries.jsonl.")],
     db: DbOption = None,
     mode: Annotated[SearchMode, typer.Option()] = SearchMode.HYBRID,
-    reuse: Annotated[bool, typer.Option(help="Search the --db index as it is (no indexing).")] = False,
+    reuse: Annotated[
+        bool, typer.Option(help="Search the --db index as it is (no indexing).")
+    ] = False,
     group: Annotated[str | None, typer.Option(help="Query field to report per subset.")] = None,
-    run_file: Annotated[Path | None, typer.Option(help="Write each query's ranking (JSONL).")] = None,
+    run_file: Annotated[
+        Path | None, typer.Option(help="Write each query's ranking (JSONL).")
+    ] = None,
     enrich: Annotated[
         str | None,
         typer.Option(help="none, offline or llm: enrichment while indexing (default: setting)."),
@@ -197,7 +204,9 @@ def eval_(
             if not reuse:
                 with _progress() as bar:
                     task = bar.add_task("embed", total=None)
-                    index_dataset(engine, set_dir, lambda d, t: bar.update(task, completed=d, total=t))
+                    index_dataset(
+                        engine, set_dir, lambda d, t: bar.update(task, completed=d, total=t)
+                    )
             report = evaluate(engine, set_dir, mode=mode, group_field=group, run_file=run_file)
         finally:
             engine.close()

@@ -1,4 +1,4 @@
-"""Embedders: the offline default (:mod:`.local`) and remote APIs via pydantic-ai (:mod:`.remote`)."""
+"""Embedders: the offline default (:mod:`.local`), remote APIs via pydantic-ai (:mod:`.remote`)."""
 
 from toolscout.embed.base import Embedder, open_embedder
 

@@ -121,7 +121,11 @@ def load_local(model: str, *, threads: int | None = None) -> MiniLMEmbedder:
     """
     if model not in ("minilm-l6-int8", MiniLMEmbedder.name):
         raise ConfigError(f"unknown local embedding model {model!r}; use 'local:minilm-l6-int8'")
-    n = threads or int(os.environ.get("TOOLSCOUT_EMBED_THREADS", "0")) or min(2, os.cpu_count() or 1)
+    n = (
+        threads
+        or int(os.environ.get("TOOLSCOUT_EMBED_THREADS", "0"))
+        or min(2, os.cpu_count() or 1)
+    )
     with _LOCK:
         key = (model, n)
         if key not in _CACHE:

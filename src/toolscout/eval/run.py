@@ -74,13 +74,17 @@ def load_queries(path: Path, group_field: str | None = None) -> list[Query]:
     return out
 
 
-def index_dataset(engine: Engine, set_dir: Path, progress: Callable[[int, int], None] | None = None) -> None:
+def index_dataset(
+    engine: Engine, set_dir: Path, progress: Callable[[int, int], None] | None = None
+) -> None:
     """Index ``set_dir/tools.jsonl`` (unchanged tools are skipped).
 
     Raises: IngestError."""
     loaded = CatalogFile(set_dir / "tools.jsonl", source=set_dir.name).read()
     if loaded.problems:
-        raise IngestError(f"{set_dir}: {len(loaded.problems)} bad tools, first: {loaded.problems[0]}")
+        raise IngestError(
+            f"{set_dir}: {len(loaded.problems)} bad tools, first: {loaded.problems[0]}"
+        )
     engine.index([loaded], progress=progress)
 
 

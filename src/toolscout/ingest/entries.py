@@ -32,7 +32,9 @@ def _schema(entry: dict[str, Any], keys: tuple[str, ...]) -> tuple[dict[str, Any
             if not isinstance(value, dict):
                 raise EntryError(key, f"must be a JSON Schema object, got {type(value).__name__}")
             if "type" in value and value["type"] != "object" and key != "outputSchema":
-                raise EntryError(f"{key}.type", f"must be 'object' for tool input, got {value['type']!r}")
+                raise EntryError(
+                    f"{key}.type", f"must be 'object' for tool input, got {value['type']!r}"
+                )
             props = value.get("properties")
             if props is not None and not isinstance(props, dict):
                 raise EntryError(f"{key}.properties", "must be an object mapping names to schemas")

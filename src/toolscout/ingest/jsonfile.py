@@ -78,7 +78,9 @@ class CatalogFile:
                 raise IngestError(f"{self.path}: {size} bytes is over the {MAX_FILE_BYTES} limit")
             text = self.path.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:
-            raise IngestError(f"{self.path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+            raise IngestError(
+                f"{self.path}: not UTF-8 text ({exc.reason} at byte {exc.start})"
+            ) from exc
         except OSError as exc:
             raise IngestError(f"{self.path}: cannot read: {exc.strerror or exc}") from exc
         if self.path.suffix.lower() == ".jsonl":
@@ -120,7 +122,9 @@ class CatalogFile:
                     continue
                 if tool.id in seen:
                     loaded.problems.append(
-                        Problem(location, "id", f"duplicate id {tool.id!r} in this file; kept the first")
+                        Problem(
+                            location, "id", f"duplicate id {tool.id!r} in this file; kept the first"
+                        )
                     )
                     continue
                 seen.add(tool.id)

@@ -1,17 +1,25 @@
 """Hybrid retrieval: a lexical leg, a vector leg, and the fusion that ranks their union.
 
-The default fusion (``adaptive``) was chosen by measurement (docs/BENCHMARKS.md): plain RRF
-loses to BM25 on lexical queries and to vectors on paraphrased ones. ``adaptive`` combines the
-legs' normalised *scores* rather than ranks, and sets the lexical weight per query from how
-much of the query the best lexical hit actually covers: a query that restates a tool's words
-leans lexical, a paraphrase leans on the vectors. Long multi-request queries are also embedded
-clause by clause so each request can find its own tool.
+The default fusion (``adaptive``) was chosen by measurement (docs/BENCHMARKS.md, section 1).
+Plain RRF loses to BM25 on lexical queries and to vectors on paraphrased ones; ``adaptive``
+fixes both:
+
+* it fuses the legs' *scores*, each divided by that leg's best score, so a clear winner in one
+  leg keeps its margin instead of being flattened to a rank;
+* it sets the lexical weight per query from the *lexical evidence*: the best BM25 score in units
+  of the largest possible IDF (``ln(N + 1)``). A paraphrase ("file a bug in the repo") matches
+  only a stray common word — low evidence, the vectors decide; a query restating a tool's words
+  matches several rare terms — high evidence, both legs count equally. The weight is a logistic
+  in the evidence (midpoint and slope in :class:`SearchConfig`).
+* long, multi-request queries are also embedded sentence by sentence; each tool keeps its best
+  similarity over the whole query and its clauses, so every request in the query finds its tool.
 """
 
 from __future__ import annotations
 
+import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -41,10 +49,11 @@ class SearchConfig:
     vector_weight: float = 1.0
     field_weights: tuple[float, ...] = DEFAULT_FIELD_WEIGHTS
     candidates: int = 100
-    vector_floor: float = 0.1
+    vector_floor: float = 0.0
+    evidence_midpoint: float = 2.5
+    evidence_slope: float = 0.25
     clause_split: bool = True
     exact_name_boost: bool = True
-    extra: dict[str, float] = field(default_factory=dict)
 
 
 def check_query(query: str) -> str:
@@ -82,7 +91,9 @@ class HybridSearcher:
                 texts.extend(clauses[:8])
         return self.embedder.embed_query(texts)
 
-    def _vector_leg(self, vectors: NDArray[np.float32], n: int, filters: Filters | None) -> list[Scored]:
+    def _vector_leg(
+        self, vectors: NDArray[np.float32], n: int, filters: Filters | None
+    ) -> list[Scored]:
         runs = [self.store.nearest(v, limit=n, filters=filters) for v in vectors]
         if len(runs) == 1:
             return runs[0]
@@ -120,7 +131,9 @@ class HybridSearcher:
         tokens = query_tokens(text)
         if mode in (SearchMode.BM25, SearchMode.HYBRID):
             t0 = time.perf_counter()
-            lexical = self.store.lexical(tokens, limit=n, filters=filters, weights=cfg.field_weights)
+            lexical = self.store.lexical(
+                tokens, limit=n, filters=filters, weights=cfg.field_weights
+            )
             timings["lexical_ms"] = (time.perf_counter() - t0) * 1000
         if mode in (SearchMode.VECTOR, SearchMode.HYBRID):
             t0 = time.perf_counter()
@@ -130,7 +143,7 @@ class HybridSearcher:
             vector = self._vector_leg(vecs, n, filters)
             timings["vector_ms"] = (time.perf_counter() - t0) * 1000
         fused = self._fuse(mode, tokens, lexical, vector)
-        fused = self._boost_exact_name(text, fused, filters)
+        fused = self._boost_exact_name(text, fused)
         lex_rank = {h.id: r for r, h in enumerate(lexical, 1)}
         vec_rank = {h.id: r for r, h in enumerate(vector, 1)}
         return [
@@ -161,22 +174,26 @@ class HybridSearcher:
         return fused
 
     def _lexical_confidence(self, tokens: list[str], lexical: list[Scored]) -> float:
-        """0..1: how much the query's words are the catalog's words (placeholder, tuned below)."""
+        """0..1: logistic in the best BM25 score measured in units of the largest IDF."""
         if not lexical or not tokens:
             return 0.0
-        return 1.0
+        evidence = lexical[0].score / math.log(self.store.count() + 1.0)
+        cfg = self.config
+        z = (evidence - cfg.evidence_midpoint) / max(cfg.evidence_slope, 1e-6)
+        return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
 
-    def _boost_exact_name(self, text: str, fused: list[Scored], filters: Filters | None) -> list[Scored]:
-        """A query that *is* a tool's name puts that tool first."""
+    def _boost_exact_name(self, text: str, fused: list[Scored]) -> list[Scored]:
+        """A query that *is* a tool's name (any spelling: ``create-issue``, ``createIssue``)
+        puts the tools with that name first."""
         if not self.config.exact_name_boost or " " in text or len(text) > 200:
             return fused
         key = identifier_key(text)
         if not key:
             return fused
-        top = [h for h in fused[:50] if identifier_key(h.id.rsplit("::", 1)[-1]) == key]
-        if not top:
+        head = fused[:20]
+        tools = self.store.get_many([h.id for h in head])
+        exact = [h.id for h in head if h.id in tools and identifier_key(tools[h.id].name) == key]
+        if not exact:
             return fused
-        ids = {h.id for h in top}
-        return [Scored(h.id, 1.0) for h in top] + [h for h in fused if h.id not in ids]
-
-
+        first = set(exact)
+        return [Scored(i, 1.0) for i in exact] + [h for h in fused if h.id not in first]

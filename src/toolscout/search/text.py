@@ -95,7 +95,7 @@ def name_tokens(name: str) -> list[str]:
 
 
 def query_tokens(query: str) -> list[str]:
-    """Distinct analysed tokens of a query, plus the joined exact-name token, in first-seen order."""
+    """Distinct analysed tokens of a query plus the joined exact-name token, first-seen order."""
     seen: dict[str, None] = {}
     for tok in analyze(query):
         seen.setdefault(tok, None)
