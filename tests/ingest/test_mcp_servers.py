@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -143,3 +144,39 @@ def test_a_server_answering_with_an_invalid_listing_fails_with_its_name(
     catalog.write([FIVE_TOOLS[0], {"name": "weird", "inputSchema": {"type": "string"}}])
     with pytest.raises(IngestError, match=r"'files'.*invalid"):
         McpSource(stdio_spec("files")).read()
+
+
+RENDEZVOUS = """
+import os, runpy, sys, time
+mine, other = sys.argv[1], sys.argv[2]
+open(mine, "w").close()
+deadline = time.monotonic() + 30
+while not os.path.exists(other):  # each server answers only once its peer has started too
+    if time.monotonic() > deadline:
+        sys.exit("peer never started")
+    time.sleep(0.02)
+sys.argv = sys.argv[3:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def test_servers_are_listed_concurrently(
+    engine: Engine, tmp_path: Path, server_script: Path, catalog: Catalog
+) -> None:
+    catalog.write([tool("read_file", "Read a file")])
+    wrapper = tmp_path / "rendezvous.py"
+    wrapper.write_text(RENDEZVOUS, encoding="utf-8")
+    a, b = tmp_path / "a.started", tmp_path / "b.started"
+
+    def spec(name: str, mine: Path, other: Path) -> McpSource:
+        args = (str(wrapper), str(mine), str(other), str(server_script), str(catalog.path))
+        # Listed one after the other, the first would time out waiting for its peer.
+        return McpSource(
+            ServerSpec(name=name, transport="stdio", command=sys.executable, args=args, timeout=10)
+        )
+
+    report = sync(engine, [spec("left", a, b), spec("right", b, a)])
+    assert [(s.source, s.added, s.error) for s in report.sources] == [
+        ("mcp:left", 1, None),
+        ("mcp:right", 1, None),
+    ]

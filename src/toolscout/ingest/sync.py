@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from toolscout.errors import IngestError
 from toolscout.ingest.jsonfile import CatalogFile
 from toolscout.ingest.mcp import McpSource
@@ -131,17 +133,55 @@ def sync_source(
     return apply_listing(engine, loaded, progress=progress)
 
 
+def list_servers(servers: Sequence[McpSource]) -> list[Loaded | IngestError]:
+    """List every MCP server at once (each within its own timeout), in the order given.
+
+    Servers start slowly (``npx``/``uvx`` launches take seconds), so a config with ten of them
+    is listed in the time of the slowest rather than of all of them together.
+
+    Raises:
+        Nothing: each server's failure is its value.
+    """
+    results: list[Loaded | IngestError] = [IngestError("not listed")] * len(servers)
+
+    async def one(i: int) -> None:
+        try:
+            results[i] = await servers[i].read_async()
+        except IngestError as exc:
+            results[i] = exc
+
+    async def everyone() -> None:
+        async with anyio.create_task_group() as tg:
+            for i in range(len(servers)):
+                tg.start_soon(one, i)
+
+    if servers:
+        anyio.run(everyone)
+    return results
+
+
 def sync(
     engine: Engine, sources: Iterable[Source], *, progress: Progress | None = None
 ) -> SyncReport:
-    """Sync each source in turn (see the module docstring).
+    """Sync each source (see the module docstring). MCP servers are listed concurrently first;
+    index writes then happen one source at a time, in the order given.
 
     Raises:
         StoreError, EmbedError: from the engine; sources synced before stay synced.
     """
+    ordered = list(sources)
+    servers = [s for s in ordered if isinstance(s, McpSource)]
+    listed = dict(zip(map(id, servers), list_servers(servers), strict=True))
     report = SyncReport()
-    for source in sources:
-        report.sources.append(sync_source(engine, source, progress=progress))
+    for source in ordered:
+        result = listed.get(id(source))
+        if isinstance(result, IngestError):
+            log.info("sync: %s kept as it was: %s", source.name, result)
+            report.sources.append(SourceSummary(source=source.name, error=str(result)))
+        elif result is not None:
+            report.sources.append(apply_listing(engine, result, progress=progress))
+        else:
+            report.sources.append(sync_source(engine, source, progress=progress))
     return report
 
 
