@@ -51,6 +51,13 @@ class PostgresVectorLeg:
     def _ensure_vector_index(self, conn: Conn) -> None:
         # Built only once exact scans stop being cheap: until then queries never use it, and
         # inserting into an HNSW graph row by row is most of a write's cost (docs/BENCHMARKS.md).
+        exists = conn.execute("SELECT to_regclass('tools_embedding_hnsw')").fetchone()
+        if exists is not None and exists[0] is not None:
+            return
+        # A one-off build of a large graph outlasts the per-statement limit meant for queries,
+        # and is several times faster when the graph fits in maintenance_work_mem.
+        conn.execute("SET LOCAL statement_timeout = 0")
+        conn.execute("SET LOCAL maintenance_work_mem = '1GB'")
         conn.execute(
             "CREATE INDEX IF NOT EXISTS tools_embedding_hnsw ON tools "
             "USING hnsw (embedding vector_cosine_ops)"
