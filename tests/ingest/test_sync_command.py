@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import queue
+import signal
+import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -11,6 +16,8 @@ from mcp_test_servers import CRASH_SCRIPT, Catalog, tool
 from typer.testing import CliRunner
 
 from toolscout.cli import _register, app
+
+RUN_CLI = "import sys; from toolscout.cli import main; sys.argv[0] = 'toolscout'; main()"
 
 
 @pytest.fixture(scope="module")
@@ -75,3 +82,53 @@ def test_a_missing_tools_dir_is_refused_up_front(cli: CliRunner, tmp_path: Path)
     result = cli.invoke(app, ["watch", "--db", str(tmp_path / "x.db"), "--tools-dir", "nope"])
     assert result.exit_code != 0
     assert "no such directory" in str(result.exception)
+
+
+def test_watch_command_reports_changes_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    tools = tmp_path / "tools" / "mcptools" / "text"
+    tools.mkdir(parents=True)
+    (tools / "shout.py").write_text('def run(s: str):\n    """Upper-case a text."""\n', "utf-8")
+    args = ["watch", "--db", str(tmp_path / "w.db"), "--tools-dir", str(tmp_path / "tools")]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", RUN_CLI, *args, "--debounce-ms", "50"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "COLUMNS": "400"},
+    )
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.put(line)
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+
+    def wait_for(text: str) -> None:
+        seen: list[str] = []
+        while True:
+            try:
+                line = lines.get(timeout=60)
+            except queue.Empty:
+                pytest.fail(f"no {text!r} on stderr within 60 s; saw {seen}")
+            seen.append(line)
+            if text in line:
+                return
+
+    try:
+        wait_for("added 1")
+        (tools / "whisper.py").write_text(
+            'def run(s: str):\n    """Lower-case a text."""\n', "utf-8"
+        )
+        wait_for("added 1")
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+        reader.join(timeout=30)  # ends at EOF, now that the process is gone
+        if proc.stderr is not None:
+            proc.stderr.close()
