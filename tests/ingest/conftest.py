@@ -42,11 +42,10 @@ def stdio_spec(server_script: Path, catalog: Catalog) -> Callable[..., ServerSpe
     return make
 
 
-@pytest.fixture
-def http_url(server_script: Path, catalog: Catalog) -> Iterator[str]:
-    """A streamable-HTTP server on a free port (the server binds port 0 and prints it)."""
+def _serve(server_script: Path, catalog: Catalog, transport: str, path: str) -> Iterator[str]:
+    """Run the test server over HTTP on a free port (it binds port 0 and prints the port)."""
     proc = subprocess.Popen(
-        [sys.executable, str(server_script), str(catalog.path), "http"],
+        [sys.executable, str(server_script), str(catalog.path), transport],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -59,7 +58,7 @@ def http_url(server_script: Path, catalog: Catalog) -> Iterator[str]:
         if not port or not port[0].strip():
             proc.kill()
             raise RuntimeError(f"test MCP server did not start: {proc.communicate()[1][-2000:]}")
-        yield f"http://127.0.0.1:{port[0].strip()}/mcp"
+        yield f"http://127.0.0.1:{port[0].strip()}{path}"
     finally:
         proc.terminate()
         try:
@@ -70,3 +69,15 @@ def http_url(server_script: Path, catalog: Catalog) -> Iterator[str]:
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()
+
+
+@pytest.fixture
+def http_url(server_script: Path, catalog: Catalog) -> Iterator[str]:
+    """The test server over streamable HTTP."""
+    yield from _serve(server_script, catalog, "http", "/mcp")
+
+
+@pytest.fixture
+def sse_url(server_script: Path, catalog: Catalog) -> Iterator[str]:
+    """The test server over the older HTTP+SSE transport."""
+    yield from _serve(server_script, catalog, "sse", "/sse")

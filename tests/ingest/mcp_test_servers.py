@@ -100,18 +100,41 @@ async def main_stdio():
         await server.run(read, write, server.create_initialization_options())
 
 
-def main_http():
+def sse_app():
+    from mcp.server.sse import SseServerTransport
+    from starlette.applications import Starlette
+    from starlette.responses import Response
+    from starlette.routing import Mount, Route
+
+    sse = SseServerTransport("/messages/")
+
+    async def handle(request):
+        async with sse.connect_sse(request.scope, request.receive, request._send) as (r, w):
+            await server.run(r, w, server.create_initialization_options())
+        return Response()
+
+    return Starlette(
+        routes=[
+            Route("/sse", endpoint=handle, methods=["GET"]),
+            Mount("/messages/", app=sse.handle_post_message),
+        ]
+    )
+
+
+def main_http(app):
     import uvicorn
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     print(sock.getsockname()[1], flush=True)
-    config = uvicorn.Config(server.streamable_http_app(), log_level="warning", lifespan="on")
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
     uvicorn.Server(config).run(sockets=[sock])
 
 
 if TRANSPORT == "http":
-    main_http()
+    main_http(server.streamable_http_app())
+elif TRANSPORT == "sse":
+    main_http(sse_app())
 else:
     anyio.run(main_stdio)
 """

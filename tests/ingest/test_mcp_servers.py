@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +13,7 @@ from mcp_test_servers import CRASH_SCRIPT, HANG_SCRIPT, Catalog, script_spec, to
 from toolscout.engine import Engine
 from toolscout.errors import IngestError
 from toolscout.ingest.mcp import McpSource
-from toolscout.ingest.mcpconfig import ServerSpec
+from toolscout.ingest.mcpconfig import ServerSpec, read_mcp_config
 from toolscout.ingest.sync import sync
 from toolscout.models import ItemType
 
@@ -180,3 +181,17 @@ def test_servers_are_listed_concurrently(
         ("mcp:left", 1, None),
         ("mcp:right", 1, None),
     ]
+
+
+def test_sse_server_is_listed_from_a_config_url(
+    tmp_path: Path, catalog: Catalog, sse_url: str
+) -> None:
+    catalog.write(FIVE_TOOLS[:3])
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"servers": {"legacy-web": {"url": sse_url}}}), "utf-8")
+    (spec,) = read_mcp_config(config, timeout=20).servers
+    assert spec.transport == "sse"  # from the /sse path
+    loaded = McpSource(spec).read()
+    assert sorted(t.id for t in loaded.tools) == sorted(
+        f"legacy-web::{t['name']}" for t in FIVE_TOOLS[:3]
+    )
