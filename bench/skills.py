@@ -25,6 +25,7 @@ import numpy as np
 
 from toolscout.config import Settings
 from toolscout.engine import Engine
+from toolscout.errors import ConfigError
 from toolscout.eval.metrics import mean, percentile, score_query
 from toolscout.eval.run import index_dataset, load_queries
 from toolscout.models import HierarchicalRequest, Tool
@@ -51,16 +52,26 @@ CATEGORY_SKILL = {
 }  # fmt: skip
 
 
-def open_engine(name: str) -> Engine:
+def open_engine(name: str, *, query_cache: bool = False) -> Engine:
+    """Quality runs share one query embedding across the three strategies (cache on); the
+    latency run embeds every query it times (cache off)."""
     WORK.mkdir(parents=True, exist_ok=True)
     settings = Settings(
-        db=str(WORK / f"{name}.db"), cache_dir=str(WORK / "cache"), query_cache_size=0
+        db=str(WORK / f"{name}.db"),
+        cache_dir=str(WORK / "cache"),
+        query_cache_size=4096 if query_cache else 0,
     )
-    return Engine.open(settings)
+    try:
+        return Engine.open(settings)
+    except ConfigError as exc:  # built by an older analyzer/model: rebuild (vectors are cached)
+        print(f"[{name}] rebuilding: {exc}", file=sys.stderr)
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{settings.db}{suffix}").unlink(missing_ok=True)
+        return Engine.open(settings)
 
 
 def indexed(name: str) -> Engine:
-    engine = open_engine(name)
+    engine = open_engine(name, query_cache=True)
     t0 = time.perf_counter()
     index_dataset(engine, SHARED / name)
     engine.classify(all=True)  # the calibration may have changed since the last run

@@ -49,6 +49,11 @@ MAX_SKILL_LIMIT = 20
 UNCATEGORIZED = "uncategorized"
 #: Stage-1 calibration (see the module docstring; refit with bench/skills.py calibrate).
 SKILL_A, SKILL_B, SKILL_C = 5.94, 10.23, -2.69
+#: Out-of-skill tools from the safety net enter with their score times this factor
+#: (chosen with bench/skills.py, see docs/BENCHMARKS.md section 3).
+SAFETY_NET = 0.9
+#: How deep the safety net's unfiltered search goes.
+NET_DEPTH = 50
 Vectors = NDArray[np.float32]
 
 
@@ -114,9 +119,13 @@ class SkillIndex:
 class HierarchicalSearcher:
     """Runs the contract's strategies over a store and the core hybrid searcher."""
 
-    def __init__(self, store: Store, searcher: HybridSearcher) -> None:
+    def __init__(
+        self, store: Store, searcher: HybridSearcher, *, safety_net: float = SAFETY_NET
+    ) -> None:
         self.store = store
         self.searcher = searcher
+        #: Score factor for the safety net's out-of-skill tools (0 turns the net off).
+        self.safety_net = safety_net
         self._index: tuple[str | None, SkillIndex] | None = None
 
     # -- stage 1 ----------------------------------------------------------------------------
@@ -268,8 +277,39 @@ class HierarchicalSearcher:
             req.query, vectors, skill_ids=used, item_type=req.item_type,
             limit=req.limit, threshold=req.tool_threshold,
         )  # fmt: skip
+        if used is not None and self.safety_net > 0 and any(m.tool_count for m in matched):
+            ranked = self._with_safety_net(req, vectors, ranked, set(used))
         stage_ms = {"stage1": _ms(t0, t1), "stage2": _ms(t1, time.perf_counter())}
         return ranked, matched, used, stage_ms, cand
+
+    def _with_safety_net(
+        self, req: HierarchicalRequest, vectors: Vectors, ranked: list[Ranked], used: set[str]
+    ) -> list[Ranked]:
+        """Re-rank with the unfiltered search as a safety net, so a tool the classifier misfiled
+        is not lost: every tool keeps its unfiltered (catalog-wide) score, and tools outside
+        the matched skills are scaled by ``safety_net``. Tools with no active skill stay out
+        (only ``direct`` finds them)."""
+        net, _ = self.search_tools(
+            req.query, vectors, skill_ids=None, item_type=req.item_type,
+            limit=NET_DEPTH, threshold=0.0,
+        )  # fmt: skip
+        active = {s.id for s in self.skill_index().skills}
+        assigned = self.store.assignments([r.id for r in net])
+        scored: dict[str, Ranked] = {}
+        for r in net:
+            skills = {a.skill_id for a in assigned.get(r.id, [])} & active
+            if not skills:
+                continue
+            factor = 1.0 if skills & used else self.safety_net
+            scored[r.id] = Ranked(r.id, r.score * factor, r.lexical_rank, r.vector_rank)
+        # In-skill tools beyond the net's depth rank below everything the net scored.
+        floor = min((r.score for r in scored.values()), default=1.0)
+        for r in ranked:
+            if r.id not in scored:
+                score = min(r.score * self.safety_net, floor)
+                scored[r.id] = Ranked(r.id, score, r.lexical_rank, r.vector_rank)
+        kept = (r for r in scored.values() if r.score >= req.tool_threshold)
+        return sorted(kept, key=lambda r: (-r.score, r.id))[: req.limit]
 
     def _hybrid(self, req: HierarchicalRequest, vectors: Vectors) -> _Stages:
         # Both strategies at once; a tool keeps its better score (ties by id).
