@@ -49,7 +49,9 @@ function setup(thread)
   table.insert(threads, thread)
 end
 function init(args)
-  counter = tonumber(offset) or 0
+  -- args[1]: the run's own starting point, so one run does not replay the queries (and warm
+  -- caches) of the run before it on the same server.
+  counter = (tonumber(offset) or 0) + (tonumber(args[1]) or 0)
   wrk.method = "%METHOD%"
   wrk.headers["Content-Type"] = "application/json"
 end
@@ -135,14 +137,35 @@ def start_server(db: str, cfg: ServerConfig, port: int) -> subprocess.Popen[byte
     raise RuntimeError("server did not become healthy in 180 s")
 
 
-def rss_mib(pid: int) -> float:
-    """Resident memory of ``pid`` and its children (uvicorn workers), MiB."""
+def _ticks(pid: int) -> int:
+    """utime + stime of ``pid`` in clock ticks (0 when it is gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0
+    fields = stat.rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # fields 14 and 15 of proc(5)
+
+
+def _family(pid: int) -> list[tuple[int, int, float]]:
+    """``(pid, rss KiB, cpu seconds)`` of ``pid`` and its descendants (uvicorn workers)."""
     out = subprocess.run(["ps", "-e", "-o", "pid=,ppid=,rss="], capture_output=True, text=True)
     rows = [tuple(int(x) for x in line.split()) for line in out.stdout.splitlines() if line.strip()]
     family = {pid}
     for _ in range(3):
         family |= {p for p, pp, _ in rows if pp in family}
-    return sum(rss for p, _, rss in rows if p in family) / 1024
+    hz = os.sysconf("SC_CLK_TCK")
+    return [(p, rss, _ticks(p) / hz) for p, _, rss in rows if p in family]
+
+
+def rss_mib(pid: int) -> float:
+    """Resident memory of the server and its workers, MiB."""
+    return sum(rss for _, rss, _ in _family(pid)) / 1024
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) the server and its workers have used so far."""
+    return sum(cpu for _, _, cpu in _family(pid))
 
 
 def cache_stats(port: int, workers: int) -> dict[str, int]:
@@ -151,7 +174,11 @@ def cache_stats(port: int, workers: int) -> dict[str, int]:
     with httpx.Client(timeout=60) as http:
         for _ in range(200):
             try:
-                body = http.get(f"http://127.0.0.1:{port}/health").json()
+                # A new connection each time: the kernel spreads connections, not requests,
+                # over the workers.
+                body = http.get(
+                    f"http://127.0.0.1:{port}/health", headers={"Connection": "close"}
+                ).json()
             except httpx.HTTPError:
                 continue  # a worker still draining the run's backlog; ask again
             seen[body["pid"]] = body.get("query_cache") or {}
@@ -164,10 +191,13 @@ def cache_stats(port: int, workers: int) -> dict[str, int]:
     return total
 
 
-def run_wrk(url: str, script: Path, connections: int, duration: int) -> dict[str, Any]:
+def run_wrk(
+    url: str, script: Path, connections: int, duration: int, start: int = 0
+) -> dict[str, Any]:
     threads = min(2, connections)
     cmd = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration}s", "--timeout", "10s"]
-    out = subprocess.run([*cmd, "-s", str(script), url], capture_output=True, text=True)
+    cmd += ["-s", str(script), url, "--", str(start)]
+    out = subprocess.run(cmd, capture_output=True, text=True)
     match = re.search(r"RESULT (\{.*\})", out.stdout)
     if not match:
         raise RuntimeError(f"wrk failed: {out.stdout}\n{out.stderr}")
@@ -204,9 +234,12 @@ def bench_config(
             row = run_wrk(f"http://127.0.0.1:{port}", scripts["get"], 32, duration)
             rows.append({"config": cfg.label, "route": "GET /api/v1/tools/{id}", **row})
             print(json.dumps(rows[-1]), flush=True)
-        for c in conns:
+        for n, c in enumerate(conns):
             before = cache_stats(port, cfg.workers)
-            row = run_wrk(f"http://127.0.0.1:{port}", scripts["search"], c, duration)
+            start = n * 997  # a prime stride: each run starts on queries not yet asked
+            cpu0 = cpu_seconds(proc.pid)
+            row = run_wrk(f"http://127.0.0.1:{port}", scripts["search"], c, duration, start)
+            cpu = cpu_seconds(proc.pid) - cpu0
             after = cache_stats(port, cfg.workers)
             hits = after["hits"] - before["hits"]
             misses = after["misses"] - before["misses"]
@@ -216,6 +249,12 @@ def bench_config(
                     "route": "POST /api/v1/search",
                     **row,
                     "cache_hit_rate": round(hits / (hits + misses), 3) if hits + misses else None,
+                    # Load-independent cost: server CPU per answered request, and what two
+                    # otherwise idle cores could sustain at that cost.
+                    "cpu_ms_per_req": round(1000 * cpu / max(1, row["requests"]), 1),
+                    "rps_at_2_idle_cores": round(2 * max(1, row["requests"]) / cpu, 1)
+                    if cpu
+                    else None,
                     "rss_mib": round(rss_mib(proc.pid), 1),
                 }
             )

@@ -14,7 +14,6 @@ import typer
 
 from toolscout.cli import app
 from toolscout.cli.options import DbOption, open_engine, settings
-from toolscout.store.base import open_store
 
 HostOption = Annotated[
     str | None,
@@ -41,13 +40,10 @@ def serve(
         raise typer.BadParameter("must be auto, asyncio or uvloop", param_hint="--loop")
     # Workers are separate processes: they get the resolved store location through the env.
     os.environ["TOOLSCOUT_DB"] = s.db
-    # Fail here with a clear message rather than in every worker. One worker runs in this
-    # process and reuses the loaded model; with several, only the store is checked so the
-    # supervisor does not keep a model it never uses.
-    if workers == 1:
-        open_engine(s.db).close()
-    else:
-        open_store(s.db).close()
+    # Fail here with one clear message (e.g. an index built with another model or analyzer)
+    # rather than in workers the supervisor keeps restarting. One worker runs in this process
+    # and reuses the loaded model; with several, the supervisor keeps a copy it does not use.
+    open_engine(s.db).close()
     uvicorn.run(
         "toolscout.api.http:app_from_env",
         factory=True,
