@@ -187,6 +187,10 @@ def eval_(
     reuse: Annotated[
         bool, typer.Option(help="Search the --db index as it is (no indexing).")
     ] = False,
+    tools: Annotated[
+        Path | None,
+        typer.Option(help="Catalog to index (default: SET_DIR/tools.jsonl)."),
+    ] = None,
     group: Annotated[str | None, typer.Option(help="Query field to report per subset.")] = None,
     run_file: Annotated[
         Path | None, typer.Option(help="Write each query's ranking (JSONL).")
@@ -205,7 +209,10 @@ def eval_(
                 with _progress() as bar:
                     task = bar.add_task("embed", total=None)
                     index_dataset(
-                        engine, set_dir, lambda d, t: bar.update(task, completed=d, total=t)
+                        engine,
+                        set_dir,
+                        lambda d, t: bar.update(task, completed=d, total=t),
+                        tools=tools,
                     )
             report = evaluate(engine, set_dir, mode=mode, group_field=group, run_file=run_file)
         finally:

@@ -75,12 +75,15 @@ def load_queries(path: Path, group_field: str | None = None) -> list[Query]:
 
 
 def index_dataset(
-    engine: Engine, set_dir: Path, progress: Callable[[int, int], None] | None = None
+    engine: Engine,
+    set_dir: Path,
+    progress: Callable[[int, int], None] | None = None,
+    tools: Path | None = None,
 ) -> None:
-    """Index ``set_dir/tools.jsonl`` (unchanged tools are skipped).
+    """Index ``tools`` (default ``set_dir/tools.jsonl``); unchanged tools are skipped.
 
     Raises: IngestError."""
-    loaded = CatalogFile(set_dir / "tools.jsonl", source=set_dir.name).read()
+    loaded = CatalogFile(tools or set_dir / "tools.jsonl", source=set_dir.name).read()
     if loaded.problems:
         raise IngestError(
             f"{set_dir}: {len(loaded.problems)} bad tools, first: {loaded.problems[0]}"

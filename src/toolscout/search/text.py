@@ -14,7 +14,7 @@ from functools import lru_cache
 import Stemmer
 
 #: Bump when tokenisation changes: stores record it and refuse to mix versions.
-ANALYZER_VERSION = "a2"
+ANALYZER_VERSION = "a3"
 
 _STEMMER = Stemmer.Stemmer("english")
 
@@ -35,7 +35,6 @@ STOPWORDS = frozenset(
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _ALNUM_RUN = re.compile(r"[A-Za-z0-9]+|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
-_DIGIT_SPLIT = re.compile(r"(?<=[A-Za-z])(?=[0-9])|(?<=[0-9])(?=[A-Za-z])")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
 
@@ -46,7 +45,8 @@ def split_identifier(word: str) -> list[str]:
         if not run:
             continue
         for piece in _CAMEL.split(run):
-            parts.extend(p.lower() for p in _DIGIT_SPLIT.split(piece) if p)
+            if piece:
+                parts.append(piece.lower())
     return parts
 
 

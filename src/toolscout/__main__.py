@@ -1,0 +1,5 @@
+"""``python -m toolscout`` runs the CLI."""
+
+from toolscout.cli import main
+
+main()

@@ -1,0 +1,20 @@
+import pytest
+
+from toolscout.eval.metrics import complete_at, hit_at, ndcg_at, percentile, recall_at
+
+
+def test_metrics_follow_the_shared_definitions() -> None:
+    ranked = ["a", "x", "b", "y"]
+    gold = {"a", "b", "c"}
+    assert recall_at(ranked, gold, 3) == pytest.approx(2 / 3)
+    assert hit_at(ranked, gold, 1) == 1.0
+    assert hit_at(["x"], gold, 1) == 0.0
+    assert complete_at(ranked, {"a", "b"}, 3) == 1.0
+    assert complete_at(ranked, {"a", "b"}, 2) == 0.0
+    ideal = 1 + 1 / 1.5849625007211563 + 0.5
+    assert ndcg_at(ranked, gold, 3) == pytest.approx((1 + 0.5) / ideal)
+
+
+def test_percentile_is_nearest_rank() -> None:
+    assert percentile([5.0, 1.0, 3.0, 2.0, 4.0], 50) == 3.0
+    assert percentile(list(map(float, range(1, 101))), 95) == 95.0
