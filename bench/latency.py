@@ -1,0 +1,182 @@
+"""Search latency (in process, query embedding included) and index build cost.
+
+    python bench/latency.py search --sizes 1000 10000 100000 [--queries 200]
+    python bench/latency.py build --size 2000        # throughput: sorted vs unsorted batches
+    python bench/latency.py memory --size 10000      # peak RSS while indexing 10k tools
+
+Catalogs come from bench/catalogs.py (real tools of the three shared sets, plus server-fork
+variants beyond 7,093). Variants are near-copies of real tools; embedding 100k of them would take
+~30 min here, so for ``search`` a variant's vector is its base tool's vector plus Gaussian noise
+(sigma 0.02 per dimension, renormalised: cosine ~0.9 to its base), and its lexical fields are
+built from its own text. The real tools are embedded with the real model (cached).
+
+Short queries: the project's paraphrase dev set (3-12 words); long queries: toolbench_stable
+(20-100 words). Each mode's p50/p95 are measured in the same run, interleaved query by query,
+so load on this shared machine hits every mode alike: read the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from catalogs import build_catalog
+from toolscout.config import Settings
+from toolscout.engine import Engine, prepare
+from toolscout.eval.metrics import percentile
+from toolscout.eval.run import load_queries
+from toolscout.ingest.entries import parse_entry
+from toolscout.models import SearchMode, Tool
+from toolscout.store.base import IndexEntry
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "bench"
+CACHE = str(Path.home() / ".cache" / "toolscout")
+
+
+def _tools(size: int) -> list[tuple[Tool, str | None]]:
+    out = []
+    for raw in build_catalog(size):
+        base = raw.pop("variant_of", None)
+        out.append((parse_entry(raw, source="bench"), base))
+    return out
+
+
+def build_index(engine: Engine, size: int) -> None:
+    """Real tools through Engine.index; variants written with their base's perturbed vector."""
+    tools = _tools(size)
+    real = [t for t, base in tools if base is None]
+    from toolscout.ingest.sources import Loaded
+
+    engine.index([Loaded(source="bench", tools=real)])
+    variants = [(t, base) for t, base in tools if base is not None]
+    rng = np.random.default_rng(0)
+    for start in range(0, len(variants), 2000):
+        chunk = variants[start : start + 2000]
+        base_vecs = engine.store.vectors([b for _, b in chunk if b])
+        entries = []
+        for tool, base in chunk:
+            vec = base_vecs[base or ""] + rng.normal(0, 0.02, engine.embedder.dim)
+            vec = (vec / np.linalg.norm(vec)).astype(np.float32)
+            p = prepare(tool)
+            entries.append(IndexEntry(tool, p.fields, vec, p.text_hash))
+        engine.store.upsert(entries)
+
+
+def _queries() -> tuple[list[str], list[str]]:
+    short = [q.text for q in load_queries(ROOT / "tests/data/livemcp_paraphrase/queries.jsonl")]
+    long = [q.text[:1000] for q in load_queries(SHARED / "toolbench_stable/queries.jsonl")]
+    return short, long
+
+
+def search_bench(sizes: list[int], n: int) -> dict[str, object]:
+    short, long = _queries()
+    rng = random.Random(0)
+    results: dict[str, object] = {}
+    for size in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            engine = Engine.open(Settings(db=str(Path(tmp) / "l.db"), cache_dir=CACHE))
+            t0 = time.perf_counter()
+            build_index(engine, size)
+            built = time.perf_counter() - t0
+            row: dict[str, object] = {"tools": engine.store.count(), "build_s": round(built, 1)}
+            for kind, pool in (("short", short), ("long", long)):
+                qs = [rng.choice(pool) for _ in range(n if kind == "short" else n // 2)]
+                times: dict[str, list[float]] = {m.value: [] for m in SearchMode}
+                for q in qs[:5]:
+                    engine.search(q)  # warm-up: mirror load, caches
+                for q in qs:
+                    for mode in SearchMode:
+                        t = time.perf_counter()
+                        engine.search(q, mode=mode, limit=10)
+                        times[mode.value].append((time.perf_counter() - t) * 1000)
+                row[kind] = {
+                    m: {"p50": round(percentile(v, 50), 2), "p95": round(percentile(v, 95), 2)}
+                    for m, v in times.items()
+                }
+            engine.close()
+        results[str(size)] = row
+        print(json.dumps({size: row}), flush=True)
+    return results
+
+
+def build_bench(size: int) -> dict[str, object]:
+    """Tools/s of the real model on fresh texts (no cache), sorted vs unsorted batches."""
+    from toolscout.embed import open_embedder
+
+    embedder = open_embedder()
+    tools = [t for t, base in _tools(7093) if base is None][:size]
+    texts = [prepare(t).text + f" #{random.random()}" for t in tools]  # defeat any caching
+    t0 = time.perf_counter()
+    embedder.embed(texts)
+    sorted_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for start in range(0, len(texts), 32):
+        embedder._batch(texts[start : start + 32])  # type: ignore[attr-defined]
+    unsorted_s = time.perf_counter() - t0
+    out = {
+        "tools": size,
+        "threads": os.environ.get("TOOLSCOUT_EMBED_THREADS", "2"),
+        "sorted_tools_per_s": round(size / sorted_s, 1),
+        "unsorted_tools_per_s": round(size / unsorted_s, 1),
+        "median_text_chars": statistics.median(len(t) for t in texts),
+    }
+    print(json.dumps(out), flush=True)
+    return out
+
+
+def memory_bench(size: int) -> dict[str, object]:
+    """Index ``size`` real tools into a fresh store with a fresh (empty) vector cache."""
+    tools = [t for t, base in _tools(max(size, 7093)) if base is None][:size]
+    from toolscout.ingest.sources import Loaded
+
+    with tempfile.TemporaryDirectory() as tmp:
+        engine = Engine.open(Settings(db=str(Path(tmp) / "m.db"), cache_dir=tmp))
+        t0 = time.perf_counter()
+        report = engine.index([Loaded(source="bench", tools=tools)])
+        took = time.perf_counter() - t0
+        engine.close()
+    out = {
+        "tools": size,
+        "embedded": report.embedded,
+        "seconds": round(took, 1),
+        "tools_per_s": round(size / took, 1),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+    print(json.dumps(out), flush=True)
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("search")
+    s.add_argument("--sizes", nargs="+", type=int, default=[1000, 10000, 100000])
+    s.add_argument("--queries", type=int, default=200)
+    b = sub.add_parser("build")
+    b.add_argument("--size", type=int, default=2000)
+    m = sub.add_parser("memory")
+    m.add_argument("--size", type=int, default=10000)
+    args = parser.parse_args()
+    if args.cmd == "search":
+        search_bench(args.sizes, args.queries)
+    elif args.cmd == "build":
+        build_bench(args.size)
+    else:
+        memory_bench(args.size)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
