@@ -280,3 +280,18 @@ def test_match_skills_and_search_in_skills_are_the_two_stages(skills_engine: Eng
     everywhere = skills_engine.search_in_skills("read a file", skill_ids=None, limit=3)
     assert everywhere[0].tool.id == "fs::read_file"
     assert skills_engine.search_in_skills("read a file", skill_ids=[], limit=3) == []
+
+
+def test_stage_methods_name_their_own_parameters_in_errors(skills_engine: Engine) -> None:
+    with pytest.raises(QueryError) as err:
+        skills_engine.match_skills("email", limit=0)
+    assert err.value.field == "limit"
+    with pytest.raises(QueryError) as err:
+        skills_engine.match_skills("email", threshold=2.0)
+    assert err.value.field == "threshold"
+    with pytest.raises(QueryError) as err:
+        skills_engine.search_in_skills("email", skill_ids=None, threshold=-1.0)
+    assert err.value.field == "threshold"
+    with pytest.raises(QueryError) as err:
+        skills_engine.search_in_skills("email", skill_ids="email")
+    assert err.value.field == "skill_ids"

@@ -11,6 +11,7 @@ from typing import Any
 
 from toolscout.embed.base import Embedder
 from toolscout.enrich.llm import LLM, open_llm
+from toolscout.errors import QueryError
 from toolscout.models import (
     ClassifyProgress,
     ClassifyReport,
@@ -87,7 +88,10 @@ class SkillOps:
         Raises:
             QueryError: empty/long query, limit or threshold out of range.
         """
-        req = validate(HierarchicalRequest(query, skill_limit=limit, skill_threshold=threshold))
+        req = _validate(
+            HierarchicalRequest(query, skill_limit=limit, skill_threshold=threshold),
+            {"skill_limit": "limit", "skill_threshold": "threshold"},
+        )
         hs = self.skill_manager.hierarchical
         return hs.match_skills(hs.searcher.embed_query(req.query), limit=limit, threshold=threshold)
 
@@ -105,8 +109,13 @@ class SkillOps:
         Raises:
             QueryError: bad query, limit, threshold or item type; ``skill_ids`` not a list.
         """
-        req = validate(
-            HierarchicalRequest(query, item_type=item_type, limit=limit, tool_threshold=threshold)
+        if skill_ids is not None and (
+            isinstance(skill_ids, str) or not all(isinstance(i, str) for i in skill_ids)
+        ):
+            raise QueryError("skill_ids", "must be a list of skill ids or null")
+        req = _validate(
+            HierarchicalRequest(query, item_type=item_type, limit=limit, tool_threshold=threshold),
+            {"tool_threshold": "threshold"},
         )
         hs = self.skill_manager.hierarchical
         ranked, _ = hs.search_tools(
@@ -147,3 +156,13 @@ class SkillOps:
         if self._skill_manager is None and self.store.get_meta("skills_seeded") is None:
             return set()
         return {a.skill_id for rows in self.store.assignments(tool_ids).values() for a in rows}
+
+
+def _validate(request: HierarchicalRequest, rename: dict[str, str]) -> HierarchicalRequest:
+    """Validate, naming fields as the calling method's parameters are named."""
+    try:
+        return validate(request)
+    except QueryError as exc:
+        if exc.field in rename:
+            raise QueryError(rename[exc.field], exc.message) from None
+        raise
