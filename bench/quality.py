@@ -1,6 +1,6 @@
 """Retrieval quality of toolscout's modes beside three peers, all measured in one run.
 
-    python bench/quality.py [--sets toolbench_stable seal_tools livemcp_paraphrase] [--out bench/out]
+    python bench/quality.py [--sets toolbench_stable seal_tools livemcp_paraphrase]
 
 Peers (built on the same peer text for every tool: name + split name + server + category +
 description + parameter names and descriptions, as in ../shared/bench/README.md):
@@ -37,7 +37,6 @@ from toolscout.eval.metrics import mean, score_query
 from toolscout.eval.run import Query, load_queries
 from toolscout.ingest.jsonfile import CatalogFile
 from toolscout.models import SearchMode, Tool
-from toolscout.search.document import readable_name
 from toolscout.search.hybrid import HybridSearcher
 from toolscout.search.text import split_identifier
 

@@ -1,0 +1,63 @@
+"""toolscout: find the right tools for an AI agent.
+
+The public API is what ``__all__`` names; everything else may change between releases.
+"""
+
+from toolscout.config import Settings, load_settings
+from toolscout.engine import Engine
+from toolscout.errors import (
+    ConfigError,
+    EmbedError,
+    EnrichError,
+    IngestError,
+    QueryError,
+    SkillError,
+    StoreError,
+    ToolNotFound,
+    ToolscoutError,
+)
+from toolscout.ingest.jsonfile import CatalogFile, load_catalog
+from toolscout.models import (
+    Filters,
+    HierarchicalRequest,
+    HierarchicalResult,
+    IndexReport,
+    ItemType,
+    SearchHit,
+    SearchMode,
+    SearchResult,
+    Skill,
+    Tool,
+)
+from toolscout.store.base import open_store
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CatalogFile",
+    "ConfigError",
+    "EmbedError",
+    "EnrichError",
+    "Engine",
+    "Filters",
+    "HierarchicalRequest",
+    "HierarchicalResult",
+    "IndexReport",
+    "IngestError",
+    "ItemType",
+    "QueryError",
+    "SearchHit",
+    "SearchMode",
+    "SearchResult",
+    "Settings",
+    "Skill",
+    "SkillError",
+    "StoreError",
+    "Tool",
+    "ToolNotFound",
+    "ToolscoutError",
+    "__version__",
+    "load_catalog",
+    "load_settings",
+    "open_store",
+]

@@ -1,0 +1,20 @@
+import toolscout
+
+
+def test_public_api_is_pinned() -> None:
+    assert sorted(toolscout.__all__) == [
+        "CatalogFile", "ConfigError", "EmbedError", "Engine", "EnrichError", "Filters",
+        "HierarchicalRequest", "HierarchicalResult", "IndexReport", "IngestError", "ItemType",
+        "QueryError", "SearchHit", "SearchMode", "SearchResult", "Settings", "Skill", "SkillError",
+        "StoreError", "Tool", "ToolNotFound", "ToolscoutError", "__version__", "load_catalog",
+        "load_settings", "open_store",
+    ]  # fmt: skip
+    for name in toolscout.__all__:
+        assert getattr(toolscout, name) is not None
+
+
+def test_every_error_derives_from_the_root() -> None:
+    for name in toolscout.__all__:
+        obj = getattr(toolscout, name)
+        if isinstance(obj, type) and issubclass(obj, Exception):
+            assert issubclass(obj, toolscout.ToolscoutError)
