@@ -53,6 +53,8 @@ def shared_set(name: str) -> Path:
     path = SHARED_BENCH / name
     if not path.is_dir():
         if os.environ.get("CI"):
-            raise RuntimeError(f"{path} is missing in CI; the shared benchmark data must be present")
+            raise RuntimeError(
+                f"{path} is missing in CI; the shared benchmark data must be present"
+            )
         pytest.skip(f"{path} not present (shared benchmark data lives beside the checkout)")
     return path

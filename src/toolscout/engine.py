@@ -201,7 +201,8 @@ class Engine(EnrichmentOps, SkillOps):
         lost: set[str] = set()  # skills whose tools were deleted: their centroids change
         if prune and sources:
             gone = [
-                tid for tid in self.store.hashes(Filters(sources=tuple(sorted(sources))))
+                tid
+                for tid in self.store.hashes(Filters(sources=tuple(sorted(sources))))
                 if tid not in tools
             ]
             lost = self._skills_of(gone)
@@ -209,7 +210,9 @@ class Engine(EnrichmentOps, SkillOps):
         self._skills_after_index([p.tool.id for p in todo], lost)
         return report
 
-    def _write(self, todo: Sequence[Prepared], report: IndexReport, progress: Progress | None) -> None:
+    def _write(
+        self, todo: Sequence[Prepared], report: IndexReport, progress: Progress | None
+    ) -> None:
         total = len(todo)
         if progress:
             progress(0, total)
@@ -261,7 +264,9 @@ class Engine(EnrichmentOps, SkillOps):
             )
         t0 = time.perf_counter()
         timings: dict[str, float] = {}
-        ranked = self.searcher.search(query, mode=mode, limit=limit, filters=filters, timings=timings)
+        ranked = self.searcher.search(
+            query, mode=mode, limit=limit, filters=filters, timings=timings
+        )
         tools = self.store.get_many([r.id for r in ranked])
         hits = [
             SearchHit(tools[r.id], r.score, r.lexical_rank, r.vector_rank)

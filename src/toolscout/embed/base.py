@@ -48,7 +48,8 @@ def normalise_rows(matrix: NDArray[np.floating]) -> Vectors:
     m = np.asarray(matrix, dtype=np.float32)
     norms = np.linalg.norm(m, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return (m / norms).astype(np.float32)
+    out: Vectors = (m / norms).astype(np.float32)
+    return out
 
 
 def open_embedder(

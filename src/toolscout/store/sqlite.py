@@ -236,7 +236,9 @@ class SQLiteStore(SQLiteSkillTables, SQLiteEnrichments):
         tool = entry.tool
         vector = np.asarray(entry.vector, dtype=np.float32)
         if vector.shape != (self._dim,):
-            raise StoreError(f"tool {tool.id!r}: vector has shape {vector.shape}, index wants {self._dim}")
+            raise StoreError(
+                f"tool {tool.id!r}: vector has shape {vector.shape}, index wants {self._dim}"
+            )
         row = conn.execute("SELECT rowid FROM tools WHERE id=?", (tool.id,)).fetchone()
         values = (
             tool.name,
@@ -312,13 +314,17 @@ class SQLiteStore(SQLiteSkillTables, SQLiteEnrichments):
         for start in range(0, len(ids), 500):
             chunk = list(ids[start : start + 500])
             marks = ",".join("?" * len(chunk))
-            rows = self._query(f"SELECT {_TOOL_COLUMNS} FROM tools t WHERE t.id IN ({marks})", chunk)
+            rows = self._query(
+                f"SELECT {_TOOL_COLUMNS} FROM tools t WHERE t.id IN ({marks})", chunk
+            )
             out.update((r[0], _row_to_tool(r)) for r in rows)
         return out
 
     def hashes(self, filters: Filters | None = None) -> dict[str, tuple[str, str]]:
         cond, params = where_clause(filters)
-        rows = self._query(f"SELECT t.id, t.content_hash, t.text_hash FROM tools t WHERE {cond}", params)
+        rows = self._query(
+            f"SELECT t.id, t.content_hash, t.text_hash FROM tools t WHERE {cond}", params
+        )
         return {r[0]: (r[1], r[2]) for r in rows}
 
     def list_tools(
