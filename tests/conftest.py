@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -58,3 +58,9 @@ def shared_set(name: str) -> Path:
             )
         pytest.skip(f"{path} not present (shared benchmark data lives beside the checkout)")
     return path
+
+
+@pytest.fixture
+def shared_bench() -> Callable[[str], Path]:
+    """``shared_bench("toolbench_stable")`` -> the dataset folder (see :func:`shared_set`)."""
+    return shared_set
