@@ -191,6 +191,15 @@ def cache_stats(port: int, workers: int) -> dict[str, int]:
     return total
 
 
+def warm_caches(port: int, queries: list[str], workers: int) -> None:
+    """Ask every query once per worker (fresh connections land on any worker, so ask
+    ``workers`` times over; caches are per worker)."""
+    with httpx.Client(timeout=120, headers={"Connection": "close"}) as http:
+        for _ in range(workers):
+            for query in queries:
+                http.post(f"http://127.0.0.1:{port}/api/v1/search", json={"query": query})
+
+
 def run_wrk(
     url: str, script: Path, connections: int, duration: int, start: int = 0
 ) -> dict[str, Any]:
@@ -222,11 +231,14 @@ def bench_config(
     conns: list[int],
     duration: int,
     baseline: bool,
+    warm: list[str],
 ) -> list[dict[str, Any]]:
     port = free_port()
     proc = start_server(db, cfg, port)
     rows: list[dict[str, Any]] = []
     try:
+        if warm:
+            warm_caches(port, warm, cfg.workers)
         if baseline:
             first = httpx.get(f"http://127.0.0.1:{port}/api/v1/tools?limit=1", timeout=30)
             tool_id = first.json()["items"][0]["id"]
@@ -272,9 +284,13 @@ def main() -> None:
     ap.add_argument("--connections", default="1,32,128")
     ap.add_argument("--config", action="append", help="label:workers=N,cache=N,loop=uvloop")
     ap.add_argument("--out", type=Path, help="Write all rows as JSON here.")
+    ap.add_argument("--queries", type=int, help="Use only the first N distinct queries.")
+    ap.add_argument(
+        "--warm", action="store_true", help="Ask every query once per worker before measuring."
+    )
     args = ap.parse_args()
     configs = [parse_config(c) for c in (args.config or ["w1:workers=1,cache=4096"])]
-    queries = load_queries()
+    queries = load_queries()[: args.queries]
     conns = [int(c) for c in args.connections.split(",")]
     print(f"{len(queries)} distinct queries; configs {configs}", flush=True)
     rows: list[dict[str, Any]] = []
@@ -285,7 +301,15 @@ def main() -> None:
         }
         scripts["search"].write_text(lua_script(queries, "POST", "/api/v1/search"))
         for i, cfg in enumerate(configs):
-            rows += bench_config(args.db, cfg, scripts, conns, args.duration, baseline=i == 0)
+            rows += bench_config(
+                args.db,
+                cfg,
+                scripts,
+                conns,
+                args.duration,
+                baseline=i == 0,
+                warm=queries if args.warm else [],
+            )
     if args.out:
         args.out.write_text(json.dumps(rows, indent=1))
 
