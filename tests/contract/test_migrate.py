@@ -15,6 +15,7 @@ from toolscout.cli import _register, app
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.ingest.jsonfile import CatalogFile
+from toolscout.store.migrations.postgres import SCHEMA_VERSION
 
 pytestmark = pytest.mark.postgres
 STARTER = Path(str(resources.files("toolscout.data").joinpath("starter_catalog.json")))
@@ -64,7 +65,7 @@ def test_migrate_copies_tools_vectors_and_skills(
 
     upgraded = cli.invoke(app, ["db", "upgrade", "--db", pg_url, "--json"])
     assert upgraded.exit_code == 0, upgraded.output
-    assert json.loads(upgraded.output)["schema_version"] == "1"
+    assert json.loads(upgraded.output)["schema_version"] == str(SCHEMA_VERSION)
 
 
 def test_migrate_from_a_missing_file_changes_nothing(cli: CliRunner, tmp_path: Path) -> None:

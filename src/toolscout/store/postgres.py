@@ -6,7 +6,7 @@ It answers every :class:`~toolscout.store.base.Store` call the way the embedded 
 * lexical leg: FTS5's bm25 recomputed over a ``tool_terms`` table (see ``postgres_lexical``);
 * vector leg: a ``vector(dim)`` column with an HNSW cosine index. When the rows a query can
   reach are few (``exact_below``, default 2000) the scan is exact, like the SQLite store's;
-  above that HNSW answers, with ``hnsw.ef_search`` (default 200) and iterative scans for
+  above that HNSW answers, with ``hnsw.ef_search`` (default 800) and iterative scans for
   filtered queries. A few extra candidates are fetched and re-sorted so ties break by id.
   The index itself is built when the table first outgrows ``exact_below`` (or at the end of
   a ``bulk()`` load).

@@ -40,7 +40,9 @@ _INT_OPTIONS = {
     "pool_min": 1,
     "pool_max": 10,
     "statement_timeout_ms": 30_000,
-    "ef_search": 200,
+    # recall@10 vs exact at 100k near-duplicate-heavy tools: 0.95 at 200, 0.97 at 400, 0.99
+    # at 800 (docs/BENCHMARKS.md section 7); the cost grows far less than the recall.
+    "ef_search": 800,
     "exact_below": 2_000,
 }
 
@@ -272,6 +274,8 @@ def open_pool(target: PgTarget, search_path: str) -> ConnectionPool[Conn]:
         # filter (pgvector >= 0.8); the store re-sorts what comes back.
         conn.execute(sql.SQL("SET hnsw.ef_search = {}").format(sql.Literal(target.ef_search)))
         conn.execute("SET hnsw.iterative_scan = relaxed_order")
+        # BM25 over common terms aggregates ~100k postings at 100k tools: keep that in memory.
+        conn.execute("SET work_mem = '32MB'")
         register_vector(conn)
 
     pool: ConnectionPool[Conn] = ConnectionPool(

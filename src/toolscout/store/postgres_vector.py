@@ -11,6 +11,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import numpy as np
+import psycopg.sql
 from numpy.typing import NDArray
 from psycopg_pool import ConnectionPool
 
@@ -80,6 +81,16 @@ class PostgresVectorLeg:
                 live = conn.execute("SELECT live_rows FROM lexical_stats").fetchone()
                 if live is not None and int(live[0]) > self._target.exact_below:
                     self._ensure_vector_index(conn)
+            # Index-only BM25 scans need the visibility map, which autovacuum would set only
+            # later; fresh statistics also keep the planner's estimates honest.
+            with sql_errors("vacuum after a bulk load", self._target), self._pool.connection() as c:
+                c.execute("SET statement_timeout = 0")
+                c.execute("VACUUM (ANALYZE) tool_terms, tools")
+                c.execute(
+                    psycopg.sql.SQL("SET statement_timeout = {}").format(
+                        psycopg.sql.Literal(self._target.statement_timeout_ms)
+                    )
+                )
 
     def _exact_scan(self, cond: str, params: list[Any]) -> bool:
         """True when few enough rows pass the filters for an exact scan to be cheap."""
