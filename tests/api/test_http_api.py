@@ -89,8 +89,9 @@ def test_invalid_flat_search_parameters_are_422_naming_the_field(
     assert _error(r)["field"] == field
 
 
-def test_invalid_listing_parameters_are_422(client: TestClient) -> None:
-    r = client.get("/api/v1/tools", params={"offset": -1})
+@pytest.mark.parametrize("offset", [-1, 2**63])
+def test_invalid_listing_offset_is_422(client: TestClient, offset: int) -> None:
+    r = client.get("/api/v1/tools", params={"offset": offset})
     assert r.status_code == 422
     assert _error(r)["field"] == "offset"
 

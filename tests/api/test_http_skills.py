@@ -24,9 +24,13 @@ def test_hierarchical_search_answers_the_contract(client: TestClient, api_engine
     body = r.json()
     expected = api_engine.find(HierarchicalRequest(EMAIL_QUERY, include_schemas=True))
     assert [t["id"] for t in body["tools"]] == [h.tool.id for h in expected.tools]
-    assert [s["id"] for s in body["matched_skills"]] == [m.skill.id for m in expected.matched_skills]
+    assert [s["id"] for s in body["matched_skills"]] == [
+        m.skill.id for m in expected.matched_skills
+    ]
     top = body["tools"][0]
-    assert {"id", "name", "description", "score", "skill_ids", "primary_skill", "schema"} <= set(top)
+    assert {"id", "name", "description", "score", "skill_ids", "primary_skill", "schema"} <= set(
+        top
+    )
     assert top["schema"]["type"] == "object"
     meta = body["metadata"]
     assert meta["strategy"] == "hierarchical"
@@ -182,6 +186,15 @@ def test_unknown_ids_are_404(
     r = client.request(method, path, json=body, headers=admin_headers)
     assert r.status_code == 404
     assert _error(r)["code"] == code
+
+
+def test_suggestion_id_beyond_64_bits_is_422_not_500(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    # Found by the schemathesis run: SQLite cannot bind such an integer.
+    r = client.post(f"/api/v1/suggestions/{2**64}/approve", headers=admin_headers)
+    assert r.status_code == 422
+    assert _error(r)["field"] == "suggestion_id"
 
 
 def test_no_pending_suggestions_without_an_llm(

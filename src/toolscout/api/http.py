@@ -211,7 +211,7 @@ def _tool_routes(app: FastAPI) -> None:
         server: str | None = None,
         skill_id: str | None = None,
         item_type: ItemType | None = None,
-        offset: Annotated[int, Query(ge=0)] = 0,
+        offset: Annotated[int, Query(ge=0, le=2**63 - 1)] = 0,
         limit: Annotated[int, Query(ge=1, le=500)] = 100,
     ) -> ToolPage:
         """A page of tools ordered by id, optionally filtered (schemas left out)."""

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Annotated
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI, Path, Request
 
 from toolscout.api.http import API, EngineDep, Read, Write
 from toolscout.api.jobs import Job, JobRunner
@@ -36,6 +36,8 @@ def _jobs(request: Request) -> JobRunner:
 
 
 JobsDep = Annotated[JobRunner, Depends(_jobs)]
+#: Suggestion ids are SQLite rowids: positive 64-bit integers (larger ones are a 422, not a 500).
+SuggestionId = Annotated[int, Path(ge=1, le=2**63 - 1)]
 
 
 def _job_out(job: Job) -> JobOut:
@@ -91,14 +93,12 @@ def _catalog_routes(app: FastAPI) -> None:
     @app.post(f"{API}/skills/{{skill_id}}/deactivate", dependencies=[Write], tags=["skills"])
     def deactivate_skill(skill_id: str, engine: EngineDep) -> SkillOut:
         """Leave a skill out of search; its assignments stay."""
-        engine.skills.deactivate(skill_id)
-        return SkillOut.of(engine.skills.get(skill_id))
+        return SkillOut.of(engine.skills.deactivate(skill_id))
 
     @app.post(f"{API}/skills/{{skill_id}}/reactivate", dependencies=[Write], tags=["skills"])
     def reactivate_skill(skill_id: str, engine: EngineDep) -> SkillOut:
         """Bring a deactivated skill back into search."""
-        engine.skills.reactivate(skill_id)
-        return SkillOut.of(engine.skills.get(skill_id))
+        return SkillOut.of(engine.skills.reactivate(skill_id))
 
 
 def _suggestion_routes(app: FastAPI) -> None:
@@ -112,7 +112,7 @@ def _suggestion_routes(app: FastAPI) -> None:
     @app.post(
         f"{API}/suggestions/{{suggestion_id}}/approve", dependencies=[Write], tags=["suggestions"]
     )
-    def approve_suggestion(suggestion_id: int, engine: EngineDep) -> SkillOut:
+    def approve_suggestion(suggestion_id: SuggestionId, engine: EngineDep) -> SkillOut:
         """Create the proposed skill and re-classify its source tool."""
         return SkillOut.of(engine.suggestions.approve(suggestion_id))
 
@@ -120,7 +120,7 @@ def _suggestion_routes(app: FastAPI) -> None:
         f"{API}/suggestions/{{suggestion_id}}/reject", dependencies=[Write], tags=["suggestions"]
     )
     def reject_suggestion(
-        suggestion_id: int, body: RejectRequest, engine: EngineDep
+        suggestion_id: SuggestionId, body: RejectRequest, engine: EngineDep
     ) -> SuggestionOut:
         """Reject a proposal, keeping the reason."""
         return SuggestionOut.of(engine.suggestions.reject(suggestion_id, body.reason))
