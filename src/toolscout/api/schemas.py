@@ -62,6 +62,7 @@ class ToolOut(BaseModel):
 
     @classmethod
     def of(cls, hit: ToolHit) -> ToolOut:
+        """Render one hierarchical hit (``schema`` is set only when the request asked)."""
         t = hit.tool
         return cls(
             id=t.id,
@@ -96,11 +97,13 @@ class SkillOut(BaseModel):
     def of(
         cls, skill: Skill, *, tool_count: int | None = None, score: float | None = None
     ) -> SkillOut:
+        """Render a skill with its tool count and, in search results, its score."""
         data = skill.to_dict()
         return cls(**data, tool_count=tool_count, score=score)
 
     @classmethod
     def of_match(cls, match: SkillMatch, *, scored: bool = True) -> SkillOut:
+        """Render a skill match; ``scored=False`` for listings, whose score means nothing."""
         return cls.of(
             match.skill,
             tool_count=match.tool_count,
@@ -154,6 +157,7 @@ class FlatSearchResponse(BaseModel):
 
     @classmethod
     def of(cls, result: SearchResult) -> FlatSearchResponse:
+        """Render a flat engine result."""
         hits = [
             FlatHit(
                 id=h.tool.id,
@@ -201,6 +205,7 @@ class ToolDetail(BaseModel):
 
     @classmethod
     def of(cls, tool: Tool, *, include_schemas: bool = True) -> ToolDetail:
+        """Render a tool, with or without its schemas."""
         return cls(**tool.to_dict(include_schemas=include_schemas))
 
 
@@ -225,6 +230,7 @@ class SkillCreate(_Request):
     is_active: bool = True
 
     def to_skill(self) -> Skill:
+        """The core skill this request describes (times are set by the catalog)."""
         return Skill(
             id=self.id,
             name=self.name,
@@ -246,6 +252,7 @@ class SkillUpdate(_Request):
     parent: str | None = Field(default=None, pattern=SKILL_ID_PATTERN, max_length=64)
 
     def changes(self) -> dict[str, Any]:
+        """Only the fields the client sent, as keyword arguments for ``SkillCatalog.update``."""
         out: dict[str, Any] = {}
         for key, value in self.model_dump(exclude_unset=True).items():
             out[key] = tuple(value) if isinstance(value, list) else value
@@ -272,6 +279,7 @@ class SuggestionOut(BaseModel):
 
     @classmethod
     def of(cls, s: Suggestion) -> SuggestionOut:
+        """Render a suggestion."""
         return cls(
             id=s.id,
             skill_id=s.skill_id,
@@ -285,10 +293,14 @@ class SuggestionOut(BaseModel):
 
 
 class SuggestionList(BaseModel):
+    """Suggestions waiting for a decision."""
+
     suggestions: list[SuggestionOut]
 
 
 class RejectRequest(_Request):
+    """Why a suggestion is rejected (kept with it)."""
+
     reason: str = Field(min_length=1, max_length=2000)
 
 

@@ -30,10 +30,12 @@ class QueryCache:
 
     @property
     def name(self) -> str:
+        """The wrapped model's name (the cache does not change the vectors)."""
         return self.inner.name
 
     @property
     def dim(self) -> int:
+        """The wrapped model's dimension."""
         return self.inner.dim
 
     def embed(self, texts: Sequence[str]) -> Vectors:
