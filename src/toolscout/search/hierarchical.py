@@ -51,7 +51,7 @@ UNCATEGORIZED = "uncategorized"
 SKILL_A, SKILL_B, SKILL_C = 5.94, 10.23, -2.69
 #: Out-of-skill tools from the safety net enter with their score times this factor
 #: (chosen with bench/skills.py, see docs/BENCHMARKS.md section 3).
-SAFETY_NET = 0.9
+SAFETY_NET = 0.95
 #: How deep the safety net's unfiltered search goes.
 NET_DEPTH = 50
 Vectors = NDArray[np.float32]
@@ -178,17 +178,16 @@ class HierarchicalSearcher:
         item_type: ItemType | None,
         limit: int,
         threshold: float,
+        count: bool = True,
     ) -> tuple[list[Ranked], int]:
         """Hybrid search restricted to ``skill_ids`` (None: the whole catalog); returns the
-        ranked tools at or above ``threshold`` and how many tools the restriction allowed."""
-        filters = Filters(
-            skill_ids=tuple(skill_ids) if skill_ids is not None else None,
-            item_types=(item_type,) if item_type is not None else None,
-        )
+        ranked tools at or above ``threshold`` and (with ``count``) how many tools the
+        restriction allowed, else -1."""
+        filters = _filters(skill_ids, item_type)
         ranked = self.searcher.search(
             text, mode=SearchMode.HYBRID, limit=limit, filters=filters, query_vectors=vectors
         )
-        candidates = self.store.count(filters)
+        candidates = self.store.count(filters) if count else -1
         return [r for r in ranked if r.score >= threshold], candidates
 
     def hits(self, ranked: Sequence[Ranked], *, include_schemas: bool) -> list[ToolHit]:
@@ -273,25 +272,29 @@ class HierarchicalSearcher:
             used: list[str] | None = None
         else:
             used = [m.skill.id for m in matched]
-        ranked, cand = self.search_tools(
-            req.query, vectors, skill_ids=used, item_type=req.item_type,
-            limit=req.limit, threshold=req.tool_threshold,
-        )  # fmt: skip
         if used is not None and self.safety_net > 0 and any(m.tool_count for m in matched):
-            ranked = self._with_safety_net(req, vectors, ranked, set(used))
+            # The net's catalog-wide ranking already holds the matched skills' best tools:
+            # a second, filtered search would double the cost for nothing it could add.
+            ranked = self._with_safety_net(req, vectors, used)
+            cand = self.store.count(_filters(used, req.item_type))
+        else:
+            ranked, cand = self.search_tools(
+                req.query, vectors, skill_ids=used, item_type=req.item_type,
+                limit=req.limit, threshold=req.tool_threshold,
+            )  # fmt: skip
         stage_ms = {"stage1": _ms(t0, t1), "stage2": _ms(t1, time.perf_counter())}
         return ranked, matched, used, stage_ms, cand
 
     def _with_safety_net(
-        self, req: HierarchicalRequest, vectors: Vectors, ranked: list[Ranked], used: set[str]
+        self, req: HierarchicalRequest, vectors: Vectors, used: Sequence[str]
     ) -> list[Ranked]:
-        """Re-rank with the unfiltered search as a safety net, so a tool the classifier misfiled
-        is not lost: every tool keeps its unfiltered (catalog-wide) score, and tools outside
-        the matched skills are scaled by ``safety_net``. Tools with no active skill stay out
-        (only ``direct`` finds them)."""
+        """Stage 2 with a safety net, so a tool the classifier misfiled is not lost: tools of
+        the matched skills keep their catalog-wide score, tools of other active skills are
+        scaled by ``safety_net``. Tools with no active skill stay out (only ``direct`` finds
+        them)."""
         net, _ = self.search_tools(
             req.query, vectors, skill_ids=None, item_type=req.item_type,
-            limit=NET_DEPTH, threshold=0.0,
+            limit=NET_DEPTH, threshold=0.0, count=False,
         )  # fmt: skip
         active = {s.id for s in self.skill_index().skills}
         assigned = self.store.assignments([r.id for r in net])
@@ -300,14 +303,8 @@ class HierarchicalSearcher:
             skills = {a.skill_id for a in assigned.get(r.id, [])} & active
             if not skills:
                 continue
-            factor = 1.0 if skills & used else self.safety_net
+            factor = 1.0 if skills.intersection(used) else self.safety_net
             scored[r.id] = Ranked(r.id, r.score * factor, r.lexical_rank, r.vector_rank)
-        # In-skill tools beyond the net's depth rank below everything the net scored.
-        floor = min((r.score for r in scored.values()), default=1.0)
-        for r in ranked:
-            if r.id not in scored:
-                score = min(r.score * self.safety_net, floor)
-                scored[r.id] = Ranked(r.id, score, r.lexical_rank, r.vector_rank)
         kept = (r for r in scored.values() if r.score >= req.tool_threshold)
         return sorted(kept, key=lambda r: (-r.score, r.id))[: req.limit]
 
@@ -328,6 +325,13 @@ class HierarchicalSearcher:
 
 
 _Stages = tuple[list[Ranked], list[SkillMatch], list[str] | None, dict[str, float], int]
+
+
+def _filters(skill_ids: Sequence[str] | None, item_type: ItemType | None) -> Filters:
+    return Filters(
+        skill_ids=tuple(skill_ids) if skill_ids is not None else None,
+        item_types=(item_type,) if item_type is not None else None,
+    )
 
 
 def _ms(start: float, end: float) -> float:
