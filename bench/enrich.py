@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -30,12 +31,30 @@ from toolscout.enrich.offline import OfflineEnricher, OfflineOptions
 from toolscout.enrich.pipeline import EnrichmentPipeline
 from toolscout.eval.run import evaluate, index_dataset, load_queries
 from toolscout.ingest.jsonfile import CatalogFile
-from toolscout.models import SearchMode
+from toolscout.models import SearchMode, Tool
 from toolscout.search.hybrid import DEFAULT_FIELD_WEIGHTS, SearchConfig
 from toolscout.store.sqlite import SQLiteStore
 
 BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench"
-SETS = {"toolbench_stable": ("group", "G1_"), "seal_tools": ("split", "dev")}
+REPO = Path(__file__).resolve().parents[1]
+#: set -> (group field, prefix of the groups tuned on; "-" = none, the whole set is held out)
+SETS = {
+    "toolbench_stable": ("group", "G1_"),
+    "seal_tools": ("split", "dev"),
+    "livemcp_paraphrase": ("group", "-"),
+}
+
+
+def set_folder(set_name: str, tmp: Path) -> Path:
+    """The set's folder; livemcp_paraphrase pairs the shared livemcpbench catalog with the
+    repository's paraphrase queries (linked, not copied)."""
+    if set_name != "livemcp_paraphrase":
+        return BENCH / set_name
+    folder = tmp / set_name
+    folder.mkdir()
+    (folder / "tools.jsonl").symlink_to(BENCH / "livemcpbench" / "tools.jsonl")
+    (folder / "queries.jsonl").symlink_to(REPO / "tests" / "data" / set_name / "queries.jsonl")
+    return folder
 
 
 class ZeroVectors:
@@ -88,14 +107,14 @@ def run_one(
     set_name: str, modes: list[str], enrich: str, weights: tuple[float, ...]
 ) -> list[dict[str, object]]:
     """Index once, then evaluate each mode (``bm25`` alone skips the embedding model)."""
-    set_dir = BENCH / set_name
     field, tuned = SETS[set_name]
-    rows: dict[str, int] = {}
-    for q in load_queries(set_dir / "queries.jsonl", field):
-        rows[q.group or ""] = rows.get(q.group or "", 0) + 1
     results: list[dict[str, object]] = []
     lexical_only = modes == ["bm25"]
     with tempfile.TemporaryDirectory(prefix="bench-enrich-") as tmp:
+        set_dir = set_folder(set_name, Path(tmp))
+        rows: dict[str, int] = {}
+        for q in load_queries(set_dir / "queries.jsonl", field):
+            rows[q.group or ""] = rows.get(q.group or "", 0) + 1
         engine = _engine(Path(tmp) / "i.db", "bm25" if lexical_only else "hybrid", enrich, weights)
         try:
             t0 = time.perf_counter()
@@ -124,7 +143,8 @@ def run_one(
 
 def cost(set_name: str) -> dict[str, object]:
     """Offline enrichment time per 1,000 tools, direct and through the cache (SQLite)."""
-    tools = CatalogFile(BENCH / set_name / "tools.jsonl", source=set_name).read().tools
+    folder = BENCH / ("livemcpbench" if set_name == "livemcp_paraphrase" else set_name)
+    tools = CatalogFile(folder / "tools.jsonl", source=set_name).read().tools
     with tempfile.TemporaryDirectory(prefix="bench-enrich-") as tmp:
         store = SQLiteStore(f"sqlite:///{tmp}/c.db")
         pipeline = EnrichmentPipeline(store, OfflineEnricher())
@@ -148,6 +168,58 @@ def cost(set_name: str) -> dict[str, object]:
     }
 
 
+def llm_cost(set_name: str, limit: int = 1000) -> dict[str, object]:
+    """LLM calls and tokens for ``limit`` tools (whole servers) against the OpenAI-compatible
+    TEST DOUBLE of tests/support (it answers every call with one valid enrichment and reports
+    20 tokens a call, so prompt size is reported too: ~4 characters a token), then the same
+    tools again: an unchanged re-run must make no call."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from support.openai_double import OpenAIDouble, good
+    from toolscout.enrich.llm import OpenAICompatibleLLM
+    from toolscout.enrich.llm_enricher import LLMEnricher, profile_prompt, tool_prompt
+
+    folder = BENCH / ("livemcpbench" if set_name == "livemcp_paraphrase" else set_name)
+    tools = CatalogFile(folder / "tools.jsonl", source=set_name).read().tools[:limit]
+    tool_answer = {
+        "enhanced_description": "Looks something up for the user and returns it.",
+        "action_entities": ["get item"],
+        "use_cases": ["find an item"],
+        "keywords": ["lookup"],
+    }
+    profile_answer = {"domain": "general lookups", "capabilities": ["get item"]}
+    with OpenAIDouble(default=good(tool_answer)) as double, tempfile.TemporaryDirectory() as tmp:
+        servers = {t.server or t.category or "(none)" for t in tools}
+        double.script(*[good(profile_answer)] * len(servers))  # profiles are asked first
+        llm = OpenAICompatibleLLM(base_url=double.base_url, model="double", retries=0)
+        store = SQLiteStore(f"sqlite:///{tmp}/llm.db")
+        pipeline = EnrichmentPipeline(store, LLMEnricher(llm, concurrency=4))
+        t0 = time.perf_counter()
+        pipeline.fields(tools)
+        seconds = time.perf_counter() - t0
+        first = pipeline.last_report
+        calls_first = len(double.requests)
+        pipeline.fields(tools)
+        calls_again = len(double.requests) - calls_first
+        store.close()
+    prompt_chars = sum(len(tool_prompt(t, None)) for t in tools)
+    groups: dict[str, list[Tool]] = {}
+    for t in tools:
+        groups.setdefault(t.server or t.category or "(none)", []).append(t)
+    prompt_chars += sum(len(profile_prompt(k, v)) for k, v in groups.items())
+    k = 1000 / len(tools)
+    return {
+        "set": set_name,
+        "tools": len(tools),
+        "profiles": len(groups),
+        "calls_per_1000": round(calls_first * k),
+        "tokens_per_1000_reported_by_double": round(first.tokens * k),
+        "prompt_tokens_per_1000_estimated": round(prompt_chars / 4 * k),
+        "failed": first.tools_failed + first.profiles_failed,
+        "seconds_vs_double": round(seconds, 1),
+        "calls_on_unchanged_rerun": calls_again,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -157,8 +229,13 @@ def main() -> None:
     parser.add_argument("--enrich", default="none,offline", help="comma list of none/offline")
     parser.add_argument("--weights", default=None, help="8 comma-separated field weights")
     parser.add_argument("--cost", action="store_true")
+    parser.add_argument("--llm-cost", action="store_true", help="calls/tokens vs the test double")
     args = parser.parse_args()
     sets = args.sets.split(",")
+    if args.llm_cost:
+        for s in sets:
+            print(json.dumps(llm_cost(s)), flush=True)
+        return
     if args.cost:
         for s in sets:
             print(json.dumps(cost(s)))

@@ -43,7 +43,10 @@ def tracker_tools() -> list[Tool]:
             id="tracker::getRepoStats",
             name="getRepoStats",
             description="Repository statistics.",
-            input_schema=_schema(repo="owner/name"),
+            input_schema={
+                "type": "object",
+                "properties": {"repo": {"type": "string", "default": "octocat/hello-world"}},
+            },
             server="tracker",
         ),
         Tool(

@@ -110,6 +110,6 @@ def test_another_enricher_version_does_not_reuse_rows(store: SQLiteStore) -> Non
 
     tools: list[Tool] = tracker_tools()
     _pipeline(store, Clock()).fields(tools)
-    other = EnrichmentPipeline(store, OfflineEnricher(OfflineOptions(sentence=False)))
+    other = EnrichmentPipeline(store, OfflineEnricher(OfflineOptions(sentence=True)))
     other.fields(tools)
     assert other.last_report.tools_made == len(tools)

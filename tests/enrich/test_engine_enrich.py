@@ -14,6 +14,7 @@ from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.enrich.llm import OpenAICompatibleLLM
 from toolscout.enrich.llm_enricher import LLMEnricher
+from toolscout.enrich.offline import OfflineEnricher, OfflineOptions
 from toolscout.enrich.pipeline import EnrichmentPipeline
 from toolscout.errors import ConfigError, QueryError
 from toolscout.ingest.sources import Loaded
@@ -35,12 +36,28 @@ def engine(settings: Settings) -> Iterator[Engine]:
     eng.close()
 
 
-def test_offline_enrichment_makes_synonyms_searchable(engine: Engine) -> None:
+def test_offline_enrichment_makes_example_values_and_sibling_entities_searchable(
+    engine: Engine,
+) -> None:
     assert engine.enrichment is not None
     engine.index(_load(tracker_tools()))
-    # Neither "remove" nor "ticket" is in delete_issue's own text; the enrichment adds them.
-    assert _ids(engine, "remove ticket")[0] == "tracker::delete_issue"
-    assert _ids(engine, "repository statistics")[0] == "tracker::getRepoStats"
+    # "octocat" is only a default value in getRepoStats' schema; the enrichment indexes it.
+    assert _ids(engine, "octocat hello world")[0] == "tracker::getRepoStats"
+    # The tracker's entity ("issue") reaches getRepoStats through the server profile.
+    hits = engine.search("issue", mode="bm25", limit=10).hits
+    assert "tracker::getRepoStats" in [h.tool.id for h in hits]
+
+
+def test_offline_synonyms_when_enabled_find_tools_by_other_words(settings: Settings) -> None:
+    plain = Engine.open(settings)
+    options = OfflineOptions(verb_synonyms=True, noun_synonyms=True)
+    engine = Engine(plain.store, plain.embedder, enricher=OfflineEnricher(options))
+    try:
+        engine.index(_load(tracker_tools()))
+        # Neither "remove" nor "ticket" is in delete_issue's own text; the enrichment adds them.
+        assert _ids(engine, "remove ticket")[0] == "tracker::delete_issue"
+    finally:
+        engine.close()
 
 
 def test_unchanged_reindex_embeds_and_enriches_nothing(engine: Engine) -> None:
@@ -89,6 +106,9 @@ def test_enrich_none_indexes_original_text_only(settings: Settings) -> None:
     try:
         engine.index(_load(tracker_tools()))
         assert "tracker::delete_issue" not in _ids(engine, "remove ticket")
+        assert _ids(engine, "octocat hello world") == []
+        hits = engine.search("issue", mode="bm25", limit=10).hits
+        assert "tracker::getRepoStats" not in [h.tool.id for h in hits]
         assert engine.enrichment_stats()["enricher"] is None
     finally:
         engine.close()

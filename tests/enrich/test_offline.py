@@ -5,7 +5,13 @@ from __future__ import annotations
 from enrich_catalog import chinese_tool, tracker_tools
 
 from toolscout.enrich.base import merged_fields
-from toolscout.enrich.offline import OfflineEnricher, action_of, entities_of
+from toolscout.enrich.offline import (
+    OfflineEnricher,
+    OfflineOptions,
+    action_of,
+    entities_of,
+    schema_values,
+)
 from toolscout.models import Tool
 
 
@@ -32,9 +38,16 @@ def test_a_name_without_a_verb_takes_it_from_the_description_or_infers_get() -> 
     assert action_of(_tool("tirto-search", "Search news by keyword"))[0] == "search"
 
 
-def test_action_pairs_carry_verb_and_noun_synonyms() -> None:
+SYNONYMS = OfflineOptions(verb_synonyms=True, noun_synonyms=True, sentence=True)
+
+
+def test_default_pairs_are_the_canonical_action_and_entity() -> None:
+    assert OfflineEnricher().enrich(tracker_tools()[1], None).actions == ("delete issue",)
+
+
+def test_action_pairs_carry_verb_and_noun_synonyms_when_enabled() -> None:
     tool = tracker_tools()[1]  # delete_issue
-    enrichment = OfflineEnricher().enrich(tool, None)
+    enrichment = OfflineEnricher(SYNONYMS).enrich(tool, None)
     assert "delete issue" in enrichment.actions
     assert "remove issue" in enrichment.actions
     assert "delete bug" in enrichment.actions
@@ -43,7 +56,7 @@ def test_action_pairs_carry_verb_and_noun_synonyms() -> None:
 
 def test_abbreviations_are_spelled_out() -> None:
     repo_stats = tracker_tools()[3]
-    keywords = " ".join(OfflineEnricher().enrich(repo_stats, None).keywords)
+    keywords = " ".join(OfflineEnricher(SYNONYMS).enrich(repo_stats, None).keywords)
     assert "repository" in keywords
     assert "statistics" in keywords
 
@@ -67,7 +80,35 @@ def test_profile_words_reach_the_domain_field_but_server_name_is_not_repeated() 
 
 
 def test_chinese_description_still_gets_an_english_sentence_and_actions() -> None:
-    enrichment = OfflineEnricher().enrich(chinese_tool(), None)
+    enrichment = OfflineEnricher(SYNONYMS).enrich(chinese_tool(), None)
     assert enrichment.enhanced.startswith("Get geocode")
     assert enrichment.enhanced.isascii()
     assert all(a.isascii() for a in enrichment.actions)
+
+
+def test_schema_example_values_become_keywords_but_urls_and_numbers_do_not() -> None:
+    tool = Tool(
+        id="t",
+        name="player_search",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "default": "messi"},
+                "club": {"type": "string", "examples": ["FC Barcelona"]},
+                "page": {"type": "string", "default": "2"},
+                "site": {"type": "string", "default": "https://example.com/x"},
+            },
+        },
+    )
+    assert schema_values(tool) == ["messi", "fc", "barcelona"]
+    assert "messi" in OfflineEnricher().enrich(tool, None).keywords
+
+
+def test_profiles_of_categories_add_no_words_to_their_tools() -> None:
+    tools = [
+        Tool(id=f"t{i}", name=f"get_{w}_report", category="Science/Geology")
+        for i, w in enumerate(("rock", "soil", "rock"))
+    ]
+    profile = OfflineEnricher().profile("Science/Geology", tools)
+    assert {"rock", "report"} <= set(profile.entity_types)
+    assert profile.keywords == ()

@@ -40,6 +40,7 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 SHARED_SHARE = 0.3
 MAX_ENTITY_WORDS = 4
 MAX_PROFILE_KEYWORDS = 12
+MAX_VALUE_CHARS = 60
 
 
 def _words(text: str) -> list[str]:
@@ -96,17 +97,21 @@ def _synonyms(entity: list[str]) -> list[str]:
     return out
 
 
-def action_pairs(verb: str, entity: list[str]) -> list[str]:
+def action_pairs(
+    verb: str, entity: list[str], *, verb_synonyms: bool = True, noun_synonyms: bool = True
+) -> list[str]:
     """``get`` + ``channel clips`` -> get/fetch/retrieve channel clips, get channel video..."""
     if not entity:
         return [verb]
     phrase = " ".join(entity)
     pairs = [f"{verb} {phrase}"]
-    pairs.extend(f"{syn} {phrase}" for syn in VERB_SYNONYMS.get(verb, ())[:3])
-    head = entity[-1]
-    prefix = " ".join(entity[:-1])
-    for syn in NOUN_SYNONYMS.get(head, NOUN_SYNONYMS.get(_singular(head), ()))[:2]:
-        pairs.append(" ".join(x for x in (verb, prefix, syn) if x))
+    if verb_synonyms:
+        pairs.extend(f"{syn} {phrase}" for syn in VERB_SYNONYMS.get(verb, ())[:3])
+    if noun_synonyms:
+        head = entity[-1]
+        prefix = " ".join(entity[:-1])
+        for syn in NOUN_SYNONYMS.get(head, NOUN_SYNONYMS.get(_singular(head), ()))[:2]:
+            pairs.append(" ".join(x for x in (verb, prefix, syn) if x))
     return pairs
 
 
@@ -115,6 +120,34 @@ def _param_words(tool: Tool) -> list[str]:
     for name in tool.parameter_names()[:12]:
         words.extend(_content_words(split_identifier(name)))
     return words
+
+
+def schema_values(tool: Tool) -> list[str]:
+    """Words of the example values a schema gives (``default``, ``examples``, ``example``).
+
+    Example values name the things a tool is about ("messi", "arctic monkeys", "usd") - the
+    words a request mentions - and the lexical fields do not index them otherwise. Long values,
+    URLs and numbers say little and are skipped.
+    """
+    props = (tool.input_schema or {}).get("properties")
+    if not isinstance(props, dict):
+        return []
+    words: list[str] = []
+    for schema in list(props.values())[:20]:
+        if not isinstance(schema, dict):
+            continue
+        values: list[object] = [schema.get("default"), schema.get("example")]
+        examples = schema.get("examples")
+        if isinstance(examples, list):
+            values.extend(examples[:5])
+        for value in values:
+            if isinstance(value, str) and 1 < len(value) <= MAX_VALUE_CHARS and "://" not in value:
+                words.extend(w for w in _content_words(_words(value)) if not _has_digit(w))
+    return list(dict.fromkeys(words))
+
+
+def _has_digit(word: str) -> bool:
+    return any(c.isdigit() for c in word)
 
 
 def _sentence(verb: str, entity: list[str], tool: Tool, params: list[str]) -> str:
@@ -129,14 +162,19 @@ def _sentence(verb: str, entity: list[str], tool: Tool, params: list[str]) -> st
 
 @dataclass(frozen=True)
 class OfflineOptions:
-    """Which parts the offline enricher writes (each measured in docs/BENCHMARKS.md §6)."""
+    """Which parts the offline enricher writes. The defaults are the measured ones
+    (docs/BENCHMARKS.md section 6): synonyms and the generated sentence are off because on
+    ToolBench and Seal-Tools they cost more (longer rows, common words) than they found; they
+    help paraphrased requests a little, so they stay available.
+    """
 
-    verb_synonyms: bool = True
-    noun_synonyms: bool = True
-    sentence: bool = True
+    verb_synonyms: bool = False
+    noun_synonyms: bool = False
+    sentence: bool = False
     pairs: bool = True
-    shared_words: bool = True
+    shared_words: bool = False
     sibling_entities: bool = True
+    example_values: bool = True
 
     def tag(self) -> str:
         """Short form for the enricher name, so cached rows of other options are not reused."""
@@ -162,9 +200,17 @@ class OfflineEnricher:
         if opts.noun_synonyms:
             keywords.extend(_synonyms(entity))
             keywords.extend(ABBREVIATIONS[w] for w in params if w in ABBREVIATIONS)
+        if opts.example_values:
+            keywords.extend(schema_values(tool))
         return ToolEnrichment(
             enhanced=_sentence(verb, entity, tool, params) if opts.sentence else "",
-            actions=tuple(action_pairs(verb, entity)) if opts.pairs else (),
+            actions=tuple(
+                action_pairs(
+                    verb, entity, verb_synonyms=opts.verb_synonyms, noun_synonyms=opts.noun_synonyms
+                )
+            )
+            if opts.pairs
+            else (),
             keywords=tuple(dict.fromkeys(keywords)),
         )
 
@@ -186,9 +232,15 @@ class OfflineEnricher:
         shared = sorted((w for w, n in df.items() if n >= need), key=lambda w: (-df[w], w))
         entities = sorted(entity_df, key=lambda w: (-entity_df[w], w))[:MAX_PROFILE_KEYWORDS]
         ranked_verbs = sorted(verbs, key=lambda v: (-verbs[v], v))
-        keywords: list[str] = shared[:MAX_PROFILE_KEYWORDS] if self.options.shared_words else []
-        if self.options.sibling_entities:
-            keywords.extend(e for e in entities if e not in keywords)
+        keywords: list[str] = []
+        # Only a server's words are spread over its tools: an agent connects to a server and
+        # asks for several of its tools together, while a category is just a label
+        # (on Seal-Tools' categories the same words cost 2 nDCG points; docs/BENCHMARKS.md).
+        if any(t.server for t in tools):
+            if self.options.shared_words:
+                keywords.extend(shared[:MAX_PROFILE_KEYWORDS])
+            if self.options.sibling_entities:
+                keywords.extend(e for e in entities if e not in keywords)
         name = readable_name(server)
         return ServerProfile(
             server=server,
