@@ -11,8 +11,8 @@ fixes both:
   only a stray common word — low evidence, the vectors decide; a query restating a tool's words
   matches several rare terms — high evidence, both legs count equally. The weight is a logistic
   in the evidence (midpoint and slope in :class:`SearchConfig`).
-* long, multi-request queries are also embedded sentence by sentence; each tool keeps its best
-  similarity over the whole query and its clauses, so every request in the query finds its tool.
+* long, multi-request queries are embedded sentence by sentence; each tool keeps its best
+  similarity over the clauses, so every request in the query finds its tool.
 """
 
 from __future__ import annotations
@@ -83,18 +83,21 @@ class HybridSearcher:
         self.config = config or SearchConfig()
 
     def embed_query(self, query: str) -> NDArray[np.float32]:
-        """Rows: the whole query, then (for multi-sentence queries) each clause."""
-        texts = [query]
+        """One row for a single-clause query; one row per clause (at most 8) otherwise.
+
+        The whole text of a multi-clause query adds nothing measurable once its clauses are
+        embedded (docs/BENCHMARKS.md) and is the most expensive text to embed, so it is skipped.
+        """
         if self.config.clause_split:
             clauses = split_sentences(query)
             if len(clauses) > 1:
-                texts.extend(clauses[:8])
-        return self.embedder.embed_query(texts)
+                return self.embedder.embed_query(clauses[:8])
+        return self.embedder.embed_query([query])
 
     def _vector_leg(
         self, vectors: NDArray[np.float32], n: int, filters: Filters | None
     ) -> list[Scored]:
-        runs = [self.store.nearest(v, limit=n, filters=filters) for v in vectors]
+        runs = self.store.nearest_many(vectors, limit=n, filters=filters)
         if len(runs) == 1:
             return runs[0]
         # Each clause votes with its own similarity; a tool keeps its best.

@@ -104,6 +104,12 @@ class PostgresVectorLeg:
         )
         return int(rows[0][0]) <= cap
 
+    def nearest_many(
+        self, vectors: NDArray[np.float32], *, limit: int, filters: Filters | None = None
+    ) -> list[list[Scored]]:
+        """One KNN query per row (each uses the HNSW index). Raises: StoreError."""
+        return [self.nearest(v, limit=limit, filters=filters) for v in np.asarray(vectors)]
+
     def nearest(
         self, vector: NDArray[np.float32], *, limit: int, filters: Filters | None = None
     ) -> list[Scored]:

@@ -392,8 +392,15 @@ class SQLiteStore(SQLiteSkillTables, SQLiteEnrichments):
     def nearest(
         self, vector: NDArray[np.float32], *, limit: int, filters: Filters | None = None
     ) -> list[Scored]:
+        return self.nearest_many(np.asarray(vector)[None, :], limit=limit, filters=filters)[0]
+
+    def nearest_many(
+        self, vectors: NDArray[np.float32], *, limit: int, filters: Filters | None = None
+    ) -> list[list[Scored]]:
+        """One matrix product for all rows; the filter's SQL runs once, as a mask."""
+        queries = np.asarray(vectors, dtype=np.float32)
         if self._dim is None:
-            return []
+            return [[] for _ in queries]
         with self._lock:
             try:
                 self._refresh_mirror()
@@ -401,8 +408,8 @@ class SQLiteStore(SQLiteSkillTables, SQLiteEnrichments):
                 raise StoreError(f"cannot read vectors from {self.path}: {exc}") from exc
             matrix, ids, rowids = self._mirror, self._mirror_ids, self._mirror_rowids
         if len(ids) == 0:
-            return []
-        scores = matrix @ np.asarray(vector, dtype=np.float32)
+            return [[] for _ in queries]
+        scores = queries @ matrix.T
         if filters is not None and not filters.is_empty():
             cond, params = where_clause(filters)
             allowed = np.array(
@@ -410,14 +417,17 @@ class SQLiteStore(SQLiteSkillTables, SQLiteEnrichments):
                 dtype=np.int64,
             )
             mask = np.isin(rowids, allowed)
-            scores = np.where(mask, scores, -np.inf)
+            scores = np.where(mask[None, :], scores, -np.inf)
             limit = min(limit, int(mask.sum()))
         if limit <= 0:
-            return []
+            return [[] for _ in queries]
         k = min(limit, len(ids))
-        top = np.argpartition(-scores, k - 1)[:k] if k < len(ids) else np.arange(len(ids))
-        ranked = sorted(((float(scores[i]), ids[i]) for i in top), key=lambda p: (-p[0], p[1]))
-        return [Scored(i, s) for s, i in ranked if s != -np.inf]
+        out: list[list[Scored]] = []
+        for row in scores:
+            top = np.argpartition(-row, k - 1)[:k] if k < len(ids) else np.arange(len(ids))
+            ranked = sorted(((float(row[i]), ids[i]) for i in top), key=lambda p: (-p[0], p[1]))
+            out.append([Scored(i, s) for s, i in ranked if s != -np.inf])
+        return out
 
     def vectors(self, ids: Sequence[str]) -> dict[str, NDArray[np.float32]]:
         out: dict[str, NDArray[np.float32]] = {}
