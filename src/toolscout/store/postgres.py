@@ -116,10 +116,12 @@ class PostgresStore(PostgresVectorLeg, PostgresSkillTables, PostgresEnrichments)
             return list(cur.execute(sql, params).fetchall())
 
     def get_meta(self, key: str) -> str | None:
+        """Raises: StoreError."""
         rows = self._query("SELECT value FROM meta WHERE key = %s", (key,))
         return str(rows[0][0]) if rows else None
 
     def set_meta(self, key: str, value: str) -> None:
+        """Raises: StoreError."""
         with self.transaction() as conn:
             conn.execute(
                 "INSERT INTO meta(key, value) VALUES (%s, %s) "
@@ -129,6 +131,7 @@ class PostgresStore(PostgresVectorLeg, PostgresSkillTables, PostgresEnrichments)
 
     # -- identity ---------------------------------------------------------------------------
     def identity(self) -> IndexIdentity | None:
+        """The recorded identity, or None before the first bind. Raises: StoreError."""
         raw = self.get_meta("identity")
         if raw is None:
             return None
@@ -274,12 +277,14 @@ class PostgresStore(PostgresVectorLeg, PostgresSkillTables, PostgresEnrichments)
         return _row_to_tool(rows[0])
 
     def get_many(self, ids: Sequence[str]) -> dict[str, Tool]:
+        """Tools by id (unknown ids are left out). Raises: StoreError."""
         rows = self._query(
             f"SELECT {_TOOL_COLUMNS} FROM tools t WHERE t.id = ANY(%s)", (list(ids),)
         )
         return {r[0]: _row_to_tool(r) for r in rows}
 
     def hashes(self, filters: Filters | None = None) -> dict[str, tuple[str, str]]:
+        """Raises: StoreError."""
         cond, params = where_sql(filters)
         rows = self._query(
             f"SELECT t.id, t.content_hash, t.text_hash FROM tools t WHERE {cond}", params
@@ -289,6 +294,7 @@ class PostgresStore(PostgresVectorLeg, PostgresSkillTables, PostgresEnrichments)
     def list_tools(
         self, filters: Filters | None = None, *, offset: int = 0, limit: int = 100
     ) -> list[Tool]:
+        """Tools in id order. Raises: StoreError."""
         cond, params = where_sql(filters)
         rows = self._query(
             f"SELECT {_TOOL_COLUMNS} FROM tools t WHERE {cond} ORDER BY t.id LIMIT %s OFFSET %s",
@@ -297,6 +303,7 @@ class PostgresStore(PostgresVectorLeg, PostgresSkillTables, PostgresEnrichments)
         return [_row_to_tool(r) for r in rows]
 
     def count(self, filters: Filters | None = None) -> int:
+        """Raises: StoreError."""
         cond, params = where_sql(filters)
         return int(self._query(f"SELECT count(*) FROM tools t WHERE {cond}", params)[0][0])
 
@@ -328,4 +335,5 @@ class PostgresStore(PostgresVectorLeg, PostgresSkillTables, PostgresEnrichments)
         return [Scored(r[0], float(r[1])) for r in rows]
 
     def close(self) -> None:
+        """Close the connection pool."""
         self._pool.close()

@@ -156,6 +156,7 @@ class PostgresVectorLeg:
         return [Scored(i, s) for s, i in ranked[:limit]]
 
     def vectors(self, ids: Sequence[str]) -> dict[str, NDArray[np.float32]]:
+        """Stored vectors by id. Raises: StoreError."""
         if not ids or self._bound_dim() is None:
             return {}
         rows = self._query(
