@@ -99,13 +99,14 @@ class EnrichmentCache:
     def profile_hash(self, tools: Sequence[Tool]) -> str:
         return _sha(self.enricher.name, tools_hash(tools))
 
-    def tool_hash(self, tool: Tool, profile: ServerProfile | None) -> str:
+    def tool_hash(
+        self, tool: Tool, profile: ServerProfile | None, digest: str | None = None
+    ) -> str:
+        """``digest`` may pass ``profile.digest()`` computed once for a whole server."""
+        if digest is None:
+            digest = profile.digest() if profile else ""
         return _sha(
-            self.enricher.name,
-            tool.content_hash,
-            tool.server or "",
-            tool.category or "",
-            profile.digest() if profile else "",
+            self.enricher.name, tool.content_hash, tool.server or "", tool.category or "", digest
         )
 
     def is_fresh(self, record: EnrichmentRecord | None, input_hash: str) -> bool:
@@ -173,8 +174,13 @@ class EnrichmentCache:
         stored = self.store.get_enrichments("tool", [t.id for t in tools], self.enricher.name)
         out: dict[str, ToolEnrichment] = {}
         todo: list[tuple[Tool, str]] = []
+        digests: dict[str, str] = {}
         for tool in tools:
-            h = self.tool_hash(tool, profiles.get(group_key(tool)))
+            group = group_key(tool)
+            if group not in digests:
+                profile = profiles.get(group)
+                digests[group] = profile.digest() if profile else ""
+            h = self.tool_hash(tool, None, digests[group])
             record = stored.get(tool.id)
             if not force and record is not None and self.is_fresh(record, h):
                 try:

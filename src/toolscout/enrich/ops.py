@@ -7,6 +7,7 @@ re-index of the tools whose text changed.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from toolscout.store.base import Store
 
 Progress = Callable[[int, int], None]
+log = logging.getLogger("toolscout.enrich")
 
 
 class EnrichmentOps:
@@ -47,6 +49,15 @@ class EnrichmentOps:
             return {}, []
         context = self.enrichment.context(tools, dropped)
         fields = self.enrichment.fields([*tools.values(), *context])
+        report = self.enrichment.last_report
+        if report.tools_failed or report.profiles_failed:
+            log.warning(
+                "enrichment failed for %d tools and %d server profiles (they are indexed with "
+                "their own text; `toolscout enrich` retries them); first: %s",
+                report.tools_failed,
+                report.profiles_failed,
+                report.failures[0] if report.failures else "-",
+            )
         return fields, context
 
     def _refresh(
