@@ -189,6 +189,15 @@ def test_nearest_ranks_by_cosine_and_breaks_ties_by_id(store: Store) -> None:
     assert store.nearest(same, limit=0) == []
 
 
+def test_nearest_many_answers_each_row_like_nearest(filled: Store) -> None:
+    rows = np.stack([unit(1, 0.1), unit(0, 0, 1), unit(0, 1)])
+    for filters in (None, Filters(servers=("git", "web"))):
+        many = filled.nearest_many(rows, limit=3, filters=filters)
+        assert many == [filled.nearest(r, limit=3, filters=filters) for r in rows]
+        assert all(len(run) == 3 for run in many)
+    assert filled.nearest_many(rows, limit=0) == [[], [], []]
+
+
 def test_vectors_come_back_as_stored(filled: Store) -> None:
     got = filled.vectors(["web::fetch", "nope"])
     assert list(got) == ["web::fetch"]

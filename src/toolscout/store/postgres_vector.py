@@ -104,56 +104,64 @@ class PostgresVectorLeg:
         )
         return int(rows[0][0]) <= cap
 
-    def nearest_many(
-        self, vectors: NDArray[np.float32], *, limit: int, filters: Filters | None = None
-    ) -> list[list[Scored]]:
-        """One KNN query per row (each uses the HNSW index). Raises: StoreError."""
-        return [self.nearest(v, limit=limit, filters=filters) for v in np.asarray(vectors)]
-
     def nearest(
         self, vector: NDArray[np.float32], *, limit: int, filters: Filters | None = None
     ) -> list[Scored]:
         """Raises: StoreError (wrong dimension, PostgreSQL failure)."""
+        return self.nearest_many(np.asarray(vector)[None, :], limit=limit, filters=filters)[0]
+
+    def nearest_many(
+        self, vectors: NDArray[np.float32], *, limit: int, filters: Filters | None = None
+    ) -> list[list[Scored]]:
+        """``nearest`` for each row (one query's clauses): the scan-or-index decision and the
+        session settings are made once, and every row runs on one connection.
+
+        Raises: StoreError (wrong dimension, PostgreSQL failure)."""
+        queries = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
         if self._bound_dim() is None or limit <= 0:
-            return []
-        query = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if query.shape != (self._dim,):
+            return [[] for _ in queries]
+        if queries.shape[1] != self._dim:
             raise StoreError(
-                f"query vector has dimension {query.shape[0]}, index wants {self._dim}"
+                f"query vector has dimension {queries.shape[1]}, index wants {self._dim}"
             )
         cond, params = where_sql(filters)
         if self._exact_scan(cond, params):
             # A second sort key keeps the planner off the HNSW index: an exact scan.
-            rows = self._query(
+            statement = (
                 f"SELECT t.id, 1 - (t.embedding <=> %b) AS s FROM tools t "
                 f"WHERE {cond} AND t.embedding IS NOT NULL "
-                f"ORDER BY t.embedding <=> %b, t.id LIMIT %s",
-                [query, *params, query, limit],
+                f"ORDER BY t.embedding <=> %b, t.id LIMIT %s"
             )
-            return [Scored(r[0], float(r[1])) for r in rows]
-        want = limit + _TIE_MARGIN
-        statement = (
-            f"SELECT t.id, 1 - (t.embedding <=> %b) AS s FROM tools t "
-            f"WHERE {cond} AND t.embedding IS NOT NULL ORDER BY t.embedding <=> %b LIMIT %s"
-        )
-        args = [query, *params, query, want]
-        ef_search = str(max(want, self._target.ef_search))
+            want, settings = limit, None
+        else:
+            statement = (
+                f"SELECT t.id, 1 - (t.embedding <=> %b) AS s FROM tools t "
+                f"WHERE {cond} AND t.embedding IS NOT NULL ORDER BY t.embedding <=> %b LIMIT %s"
+            )
+            want = limit + _TIE_MARGIN
+            settings = str(max(want, self._target.ef_search))
+        out: list[list[Scored]] = []
         with (
             sql_errors("vector query", self._target),
             self._pool.connection() as conn,
             conn.transaction(),
         ):
-            # Above exact_below the index is wanted even where the planner's estimate would
-            # pick a scan, so the choice stays the store's (and its recall is what the bench
-            # measured); ef_search must cover the rows asked for.
-            conn.execute(
-                "SELECT set_config('enable_seqscan', 'off', true), "
-                "set_config('hnsw.ef_search', %s, true)",
-                (ef_search,),
-            )
-            rows = conn.execute(statement, args).fetchall()
-        ranked = sorted(((float(r[1]), str(r[0])) for r in rows), key=lambda p: (-p[0], p[1]))
-        return [Scored(i, s) for s, i in ranked[:limit]]
+            if settings is not None:
+                # Above exact_below the index is wanted even where the planner's estimate
+                # would pick a scan, so the choice stays the store's (its recall is what the
+                # bench measured); ef_search must cover the rows asked for.
+                conn.execute(
+                    "SELECT set_config('enable_seqscan', 'off', true), "
+                    "set_config('hnsw.ef_search', %s, true)",
+                    (settings,),
+                )
+            for query in queries:
+                rows = conn.execute(statement, [query, *params, query, want]).fetchall()
+                ranked = sorted(
+                    ((float(r[1]), str(r[0])) for r in rows), key=lambda p: (-p[0], p[1])
+                )
+                out.append([Scored(i, s) for s, i in ranked[:limit]])
+        return out
 
     def vectors(self, ids: Sequence[str]) -> dict[str, NDArray[np.float32]]:
         """Stored vectors by id. Raises: StoreError."""
