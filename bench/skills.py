@@ -80,9 +80,10 @@ def indexed(name: str) -> Engine:
 
 
 def quality(names: list[str]) -> None:
-    for name in names:
+    for arg in names:
+        name, _, step = arg.partition(":")  # seal_tools:2 = every second query
         engine = indexed(name)
-        queries = load_queries(SHARED / name / "queries.jsonl")
+        queries = load_queries(SHARED / name / "queries.jsonl")[:: int(step or 1)]
         rows: dict[str, list[dict[str, float]]] = {s: [] for s in STRATEGIES}
         fractions: list[float] = []
         fallbacks = 0
@@ -204,6 +205,10 @@ def classify_report(name: str, sample: int = 50) -> None:
     }
     unc = sum(p is None for p in primary.values())
     print(f"{name}: {len(tools)} tools, uncategorized {unc} ({100 * unc / len(tools):.1f} %)")
+    for label, group in (("Chinese", True), ("other", False)):
+        part = [t for t in tools if _cjk(t.description) == group]
+        n = sum(primary[t.id] is None for t in part)
+        print(f"  {label} descriptions: {len(part)} tools, uncategorized {n}")
     counts: dict[str, int] = {}
     for p in primary.values():
         counts[p or "uncategorized"] = counts.get(p or "uncategorized", 0) + 1
@@ -215,6 +220,10 @@ def classify_report(name: str, sample: int = 50) -> None:
         skills = ", ".join(f"{a.skill_id} {a.confidence:.2f}" for a in rows)
         print(f"| {t.id} | {t.description[:90].replace('|', '/')} | {skills} | |")
     engine.close()
+
+
+def _cjk(text: str) -> bool:
+    return any("\u4e00" <= ch <= "\u9fff" for ch in text)
 
 
 def variant(tool: Tool, n: int) -> Tool:
