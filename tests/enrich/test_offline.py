@@ -112,3 +112,12 @@ def test_profiles_of_categories_add_no_words_to_their_tools() -> None:
     profile = OfflineEnricher().profile("Science/Geology", tools)
     assert {"rock", "report"} <= set(profile.entity_types)
     assert profile.keywords == ()
+
+
+def test_context_sentence_names_the_servers_entities_and_example_values() -> None:
+    tracker = [t for t in tracker_tools() if t.server == "tracker"]
+    enricher = OfflineEnricher()
+    profile = enricher.profile("tracker", tracker)
+    (sentence,) = enricher.enrich(tracker[3], profile).use_cases
+    assert sentence.startswith("Part of tracker, which handles issue")
+    assert sentence.endswith("For example: octocat, world.")  # "hello" is a stopword

@@ -165,7 +165,9 @@ class OfflineOptions:
     """Which parts the offline enricher writes. The defaults are the measured ones
     (docs/BENCHMARKS.md section 6): synonyms and the generated sentence are off because on
     ToolBench and Seal-Tools they cost more (longer rows, common words) than they found; they
-    help paraphrased requests a little, so they stay available.
+    help paraphrased requests a little, so they stay available. ``context_use_case`` puts the
+    server's entities and the schema's example values into one sentence that the embedding
+    text includes (the other parts reach only the lexical fields).
     """
 
     verb_synonyms: bool = False
@@ -175,10 +177,27 @@ class OfflineOptions:
     shared_words: bool = False
     sibling_entities: bool = True
     example_values: bool = True
+    context_use_case: bool = True
 
     def tag(self) -> str:
         """Short form for the enricher name, so cached rows of other options are not reused."""
         return "".join("1" if getattr(self, f.name) else "0" for f in fields(self))
+
+
+def _context(tool: Tool, profile: ServerProfile | None) -> tuple[str, ...]:
+    """One sentence of server context for the embedding: what else the server handles and
+    the example values the tool's schema gives."""
+    parts: list[str] = []
+    if profile is not None and profile.entity_types and tool.server:
+        parts.append(
+            f"Part of {readable_name(tool.server)}, which handles "
+            + ", ".join(profile.entity_types[:8])
+            + "."
+        )
+    values = schema_values(tool)[:6]
+    if values:
+        parts.append("For example: " + ", ".join(values) + ".")
+    return (" ".join(parts),) if parts else ()
 
 
 class OfflineEnricher:
@@ -212,6 +231,7 @@ class OfflineEnricher:
             if opts.pairs
             else (),
             keywords=tuple(dict.fromkeys(keywords)),
+            use_cases=_context(tool, profile) if opts.context_use_case else (),
         )
 
     def profile(self, server: str, tools: Sequence[Tool]) -> ServerProfile:
