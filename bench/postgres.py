@@ -16,7 +16,7 @@ latency in process (``HybridSearcher.search`` with precomputed query vectors + `
 i.e. everything but the query embedding, which is the same for both stores), the vector leg's
 recall@10 against exact numpy search, top-10 agreement between the stores, and a 1 % change
 (hash diff + upsert of the changed tools). Queries: a seeded sample of the three shared sets.
-Results print as Markdown and land in bench/out/postgres.json.
+Results print as JSON and land in bench/out/postgres-bulk<N>.json (N = --bulk-above).
 """
 
 from __future__ import annotations
@@ -170,6 +170,21 @@ def one_percent_change(store: Store, entries: list[IndexEntry]) -> tuple[list[In
     return changed, time.perf_counter() - t0
 
 
+def sync_modes(pg_url: str, entries: list[IndexEntry], identity: IndexIdentity) -> dict[str, Any]:
+    """The same full sync into two fresh schemas: HNSW kept up row by row vs ``store.bulk()``
+    (what ``Engine.index`` picks for a write of >= 2000 tools that rewrites half the index)."""
+    out: dict[str, Any] = {}
+    for mode in ("row_by_row", "bulk"):
+        store = PostgresStore(with_schema(pg_url, f"sync_{mode}_{uuid.uuid4().hex[:6]}"))
+        store.bind(identity)
+        t0 = time.perf_counter()
+        with store.bulk() if mode == "bulk" else nullcontext():
+            load(store, entries)
+        out[f"{mode}_s"] = round(time.perf_counter() - t0, 1)  # the rebuild included
+        store.close()
+    return out
+
+
 def run_size(
     size: int,
     pg_url: str,
@@ -177,6 +192,7 @@ def run_size(
     embedder: CachedEmbedder,
     queries: list[str],
     qv: list[Vec],
+    bulk_above: int = BULK_ABOVE,
 ) -> dict[str, Any]:
     t0 = time.perf_counter()
     entries = catalog_entries(size, embedder)
@@ -190,9 +206,11 @@ def run_size(
     tops: dict[str, list[list[str]]] = {}
     for name, store in stores.items():
         store.bind(identity)
-        bulk = isinstance(store, PostgresStore) and size > BULK_ABOVE
+        bulk = isinstance(store, PostgresStore) and size > bulk_above
+        t0 = time.perf_counter()
         with store.bulk() if isinstance(store, PostgresStore) and bulk else nullcontext():
-            secs = load(store, entries)
+            load(store, entries)
+        secs = time.perf_counter() - t0  # a bulk load's index rebuild included
         print(f"[{size}] {name}: loaded in {secs:.1f} s", flush=True)
         lat, tops[name] = latency(store, embedder, queries, qv)
         # Before the 1 % change, so "exact" is computed over the vectors the store holds.
@@ -206,6 +224,9 @@ def run_size(
             **lat,
         }
         print(f"[{size}] {name}: {result[name]}", flush=True)
+    if size <= BULK_ABOVE:
+        result["postgres_sync"] = sync_modes(pg_url, entries, identity)
+        print(f"[{size}] postgres sync: {result['postgres_sync']}", flush=True)
     same = sum(a == b for a, b in zip(tops["sqlite"], tops["postgres"], strict=True))
     result["identical_hybrid_top10"] = f"{same}/{len(queries)}"
     for store in stores.values():
@@ -236,14 +257,20 @@ def main() -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--pg-url", help="a PostgreSQL with pgvector (default: embedded)")
+    parser.add_argument(
+        "--bulk-above", type=int, default=BULK_ABOVE, help="load PostgreSQL in store.bulk() above"
+    )
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="toolscout-bench-pg-"))
     pg_url = args.pg_url or start_server(workdir)
     embedder = CachedEmbedder(open_embedder(), Path(default_cache_dir()) / "vectors.sqlite")
     queries = sample_queries(args.queries)
     qv = [embedder.embed_query([q]) for q in queries]
-    results = [run_size(size, pg_url, workdir, embedder, queries, qv) for size in args.sizes]
-    out = Path(__file__).parent / "out" / "postgres.json"
+    results = [
+        run_size(size, pg_url, workdir, embedder, queries, qv, args.bulk_above)
+        for size in args.sizes
+    ]
+    out = Path(__file__).parent / "out" / f"postgres-bulk{args.bulk_above}.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(results, indent=2), encoding="utf-8")
     print(json.dumps(results, indent=2))
