@@ -61,11 +61,28 @@ def postgres_url() -> Iterator[str]:
         if os.environ.get("CI"):
             raise RuntimeError(f"PostgreSQL for the contract suite did not start: {exc}") from exc
         pytest.skip(f"embedded PostgreSQL could not start here ({exc}); set TEST_POSTGRES_URL")
+    postmaster = server.get_pid()  # type: ignore[attr-defined]
     try:
         yield url
     finally:
         server.cleanup()  # type: ignore[attr-defined]
+        _stop(postmaster)
         shutil.rmtree(base, ignore_errors=True)
+
+
+def _stop(pid: int | None) -> None:
+    """Make sure the server this session started is gone (the package's cleanup skips the
+    stop when its pid bookkeeping disagrees), waiting a bounded time."""
+    import psutil
+
+    if pid is None or not psutil.pid_exists(pid):
+        return
+    proc = psutil.Process(pid)
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except psutil.TimeoutExpired:
+        proc.kill()
 
 
 @pytest.fixture
