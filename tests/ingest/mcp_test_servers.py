@@ -126,6 +126,7 @@ def main_http(app):
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
+    sock.listen(64)  # listen before announcing the port: early connects queue instead of failing
     print(sock.getsockname()[1], flush=True)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     uvicorn.Server(config).run(sockets=[sock])
