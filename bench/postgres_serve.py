@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -136,6 +137,7 @@ def main() -> int:
     for name, r in results.items():
         cells = [name, "2", str(args.connections), r["req_per_s"], r["p50"], r["p99"], r["errors"]]
         print("| " + " | ".join(cells) + " |")
+    shutil.rmtree(workdir, ignore_errors=True)  # the SQLite files are large
     return 0
 
 
