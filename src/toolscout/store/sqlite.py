@@ -54,7 +54,8 @@ def _row_to_tool(row: Sequence[Any]) -> Tool:
 
 
 def _dumps(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    # Key order kept: a schema's property order is how its author presents the parameters.
+    return None if value is None else json.dumps(value, ensure_ascii=False)
 
 
 def where_clause(filters: Filters | None, alias: str = "t") -> tuple[str, list[Any]]:
