@@ -72,7 +72,7 @@ class Settings(BaseSettings):
     )
 
     enrich: Literal["none", "offline", "llm"] = Field(
-        default="none", description="semantic enrichment at index time (docs/BENCHMARKS.md §6)"
+        default="offline", description="semantic enrichment at index time (docs/BENCHMARKS.md §6)"
     )
     enrich_max_age_days: float = Field(default=7.0, gt=0, description="regenerate older ones")
 

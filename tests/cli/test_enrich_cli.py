@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from toolscout.cli import _register, app
@@ -38,22 +39,24 @@ def _indexed(tmp_path: Path) -> str:
     return db
 
 
-def test_enrich_syncs_then_reports_status_and_stats(tmp_path: Path) -> None:
-    db = _indexed(tmp_path)
-    first = run("enrich", "sync", "--enricher", "offline", "--db", db, "--json")
-    assert first["tools"] == {"cached": 0, "made": 3, "failed": 0}
-    assert first["reindexed"] == 3
-    again = run("enrich", "sync", "--enricher", "offline", "--db", db, "--json")
+def test_index_enriches_by_default_and_enrich_reuses_or_remakes_it(tmp_path: Path) -> None:
+    db = _indexed(tmp_path)  # the default enrich setting (offline) enriched while indexing
+    again = run("enrich", "--db", db, "--json")
     assert again["tools"] == {"cached": 3, "made": 0, "failed": 0}
     assert again["reindexed"] == 0
-    status = run("enrich", "status", "tracker", "--enricher", "offline", "--db", db, "--json")
+    forced = run("enrich", "server", "tracker", "--db", db, "--json")
+    assert forced["tools"] == {"cached": 0, "made": 3, "failed": 0}
+    status = run("enrich", "status", "tracker", "--db", db, "--json")
     assert status["tool_states"] == {"fresh": 3, "stale": 0, "failed": 0, "missing": 0}
     stats = run("enrich", "stats", "--enricher", "offline", "--db", db, "--json")
     assert stats["llm_tokens_stored"] == 0
 
 
-def test_enrich_with_enrichment_off_exits_with_a_message_not_a_traceback(tmp_path: Path) -> None:
+def test_enrich_with_enrichment_off_exits_with_a_message_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     db = _indexed(tmp_path)
+    monkeypatch.setenv("TOOLSCOUT_ENRICH", "none")
     proc = subprocess.run(
         [sys.executable, "-c", "from toolscout.cli import main; main()", "enrich", "--db", db],
         capture_output=True,
@@ -62,7 +65,7 @@ def test_enrich_with_enrichment_off_exits_with_a_message_not_a_traceback(tmp_pat
         check=False,
     )
     assert proc.returncode == 2, proc.stderr
-    assert "enrich" in proc.stderr and "Traceback" not in proc.stderr
+    assert "enrichment is off" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_unknown_enricher_is_a_usage_error(tmp_path: Path) -> None:

@@ -48,10 +48,15 @@ def _enricher(value: str | None) -> str | None:
 
 
 @enrich_app.callback()
-def main(ctx: typer.Context) -> None:
-    """Without a subcommand: ``sync``."""
+def main(
+    ctx: typer.Context,
+    db: DbOption = None,
+    enricher: EnricherOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Without a subcommand: ``sync`` (these options apply to it; subcommands take their own)."""
     if ctx.invoked_subcommand is None:
-        ctx.invoke(sync)
+        sync(db=db, enricher=enricher, as_json=as_json)
 
 
 @enrich_app.command()
