@@ -87,11 +87,11 @@ class EnrichmentPipeline:
         servers = sorted({t.server for t in tools.values() if t.server})
         if not servers:
             return []
-        extra: list[Tool] = []
-        for tool in iter_tools(self.store, Filters(servers=tuple(servers))):
-            if tool.id not in tools and tool.id not in dropped:
-                extra.append(tool)
-        return extra
+        # Ids first (cheap), full tools only for the few not loaded: a full sync loads them all.
+        ids = self.store.hashes(Filters(servers=tuple(servers)))
+        missing = sorted(i for i in ids if i not in tools and i not in dropped)
+        found = self.store.get_many(missing) if missing else {}
+        return [found[i] for i in missing if i in found]
 
     def status(self, server: str) -> dict[str, Any]:
         """Profile and per-tool cache state of one server (or category) as stored.
