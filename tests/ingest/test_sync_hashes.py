@@ -180,7 +180,11 @@ def test_sigkill_mid_sync_leaves_a_consistent_index_that_the_next_sync_completes
     ]
     catalog_file.write_text("\n".join(lines), encoding="utf-8")
     db = tmp_path / "killed.db"
-    env = dict(os.environ, TOOLSCOUT_CACHE_DIR=str(tmp_path / "fresh-cache"))
+    # Enrichment off: with it, a server profile that grows with the catalog legitimately
+    # re-embeds the committed tools, which would hide what this test checks (the write path).
+    env = dict(
+        os.environ, TOOLSCOUT_CACHE_DIR=str(tmp_path / "fresh-cache"), TOOLSCOUT_ENRICH="none"
+    )
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -219,7 +223,7 @@ def test_sigkill_mid_sync_leaves_a_consistent_index_that_the_next_sync_completes
     assert tools % 8 == 0  # whole chunks only
     assert (no_text, no_vector, orphans) == (0, 0, 0)
 
-    engine = Engine.open(settings.model_copy(update={"db": str(db)}))
+    engine = Engine.open(settings.model_copy(update={"db": str(db), "enrich": "none"}))
     try:
         source = resolve_sources(catalogs=[catalog_file]).file_sources()
         summary = sync(engine, source).sources[0]
