@@ -52,6 +52,11 @@ class Settings(BaseSettings):
     embed_dim: int | None = None
     embed_threads: int | None = None
     embed_cache: bool = True
+    blas_threads: int | None = Field(
+        default=1,
+        ge=1,
+        description="BLAS threads for exact vector search (1 measured fastest; None: leave as is)",
+    )
     query_cache_size: int = Field(default=4096, ge=0, description="query vectors kept (0: off)")
     cache_dir: str = Field(default_factory=default_cache_dir)
 

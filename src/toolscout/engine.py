@@ -119,6 +119,12 @@ class Engine(EnrichmentOps, SkillOps):
         from toolscout.config import Settings, load_settings
 
         s: Settings = settings if settings is not None else load_settings(**overrides)
+        if s.blas_threads:
+            # One query's mat-vec is too small to share: waking BLAS threads (and evicting the
+            # matrix from cache between them) cost ~2x at 10k tools (docs/BENCHMARKS.md §2).
+            from threadpoolctl import threadpool_limits
+
+            threadpool_limits(limits=s.blas_threads, user_api="blas")
         embedder: Embedder = open_embedder(
             s.embed_model,
             threads=s.embed_threads,
