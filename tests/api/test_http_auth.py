@@ -26,6 +26,8 @@ WRITES: list[tuple[str, str, dict[str, Any] | None]] = [
     ("POST", "/api/v1/skills/classify", {"all": False}),
     ("POST", "/api/v1/suggestions/1/approve", None),
     ("POST", "/api/v1/suggestions/1/reject", {"reason": "duplicate"}),
+    ("POST", "/api/v1/enrichment/server/gmail/profile", None),
+    ("POST", "/api/v1/enrichment/sync", None),
 ]
 WRITE_TEMPLATES = {
     ("POST", "/api/v1/skills"),
@@ -35,9 +37,15 @@ WRITE_TEMPLATES = {
     ("POST", "/api/v1/skills/classify"),
     ("POST", "/api/v1/suggestions/{suggestion_id}/approve"),
     ("POST", "/api/v1/suggestions/{suggestion_id}/reject"),
+    ("POST", "/api/v1/enrichment/server/{server}/profile"),
+    ("POST", "/api/v1/enrichment/sync"),
 }
 #: Governance reads that expose drafts or job state: admin only as well.
-ADMIN_READS = [("GET", "/api/v1/suggestions", None), ("GET", "/api/v1/skills/classify/x", None)]
+ADMIN_READS = [
+    ("GET", "/api/v1/suggestions", None),
+    ("GET", "/api/v1/skills/classify/x", None),
+    ("GET", "/api/v1/enrichment/jobs/x", None),
+]
 READS = [
     ("GET", "/api/v1/search?query=send+an+email", None),
     ("POST", "/api/v1/search", {"query": "send an email"}),
@@ -47,6 +55,8 @@ READS = [
     ("GET", "/api/v1/tools", None),
     ("GET", "/api/v1/skills", None),
     ("GET", "/api/v1/skills/email", None),
+    ("GET", "/api/v1/enrichment/server/gmail/status", None),
+    ("GET", "/api/v1/enrichment/stats", None),
     ("GET", "/metrics", None),
 ]
 
