@@ -3,17 +3,33 @@
 Both bind 127.0.0.1 unless told otherwise. Each uvicorn worker opens its own engine through
 ``toolscout.api.http:app_from_env``, which reads the same settings this command resolved
 (passed down as ``TOOLSCOUT_*`` environment variables, the only channel into a worker).
+
+``serve --watch`` keeps the index in sync like ``toolscout watch``: the watcher runs in a thread of
+this process only (the serving process with one worker, the supervisor with several), with an
+engine of its own on the same store; the workers see its writes through the store.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
 
-from toolscout.cli import app
+from toolscout.cli import app, err_console
 from toolscout.cli.options import DbOption, open_engine, settings
+from toolscout.cli.sync import (
+    CatalogArg,
+    McpConfigOption,
+    ToolsDirOption,
+    _sources,
+    _summary_line,
+    tool_dir_list,
+)
+from toolscout.ingest.mcpconfig import DEFAULT_TIMEOUT
+from toolscout.ingest.sync import SourceSummary
 
 HostOption = Annotated[
     str | None,
@@ -31,9 +47,23 @@ def serve(
     workers: Annotated[int, typer.Option(min=1, max=32, help="Worker processes.")] = 1,
     loop: Annotated[str, typer.Option(help="Event loop: auto, asyncio or uvloop.")] = "auto",
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+    watch: Annotated[
+        bool,
+        typer.Option(
+            "--watch",
+            help="Keep the index in sync while serving, as `toolscout watch` (sources from the "
+            "options below, else the configuration).",
+        ),
+    ] = False,
+    catalogs: CatalogArg = None,
+    mcp_config: McpConfigOption = None,
+    tools_dir: ToolsDirOption = None,
 ) -> None:
     """Serve the REST API (OpenAPI at /docs). Writes need TOOLSCOUT_API_KEY."""
     import uvicorn
+
+    if not watch and (catalogs or mcp_config or tools_dir):
+        raise typer.BadParameter("source options need --watch", param_hint="--watch")
 
     s = settings(db)
     if loop not in ("auto", "asyncio", "uvloop"):
@@ -44,16 +74,59 @@ def serve(
     # rather than in workers the supervisor keeps restarting. One worker runs in this process
     # and reuses the loaded model; with several, the supervisor keeps a copy it does not use.
     open_engine(s.db).close()
-    uvicorn.run(
-        "toolscout.api.http:app_from_env",
-        factory=True,
-        host=host or s.host,
-        port=s.port if port is None else port,
-        workers=workers,
-        loop=loop,
-        log_level=log_level,
-        access_log=False,
-    )
+    stop_watch = _start_watch(s.db, catalogs, mcp_config, tools_dir) if watch else None
+    try:
+        uvicorn.run(
+            "toolscout.api.http:app_from_env",
+            factory=True,
+            host=host or s.host,
+            port=s.port if port is None else port,
+            workers=workers,
+            loop=loop,
+            log_level=log_level,
+            access_log=False,
+        )
+    finally:
+        if stop_watch is not None:
+            stop_watch()
+
+
+def _start_watch(
+    db: str,
+    catalogs: list[Path] | None,
+    mcp_config: list[Path] | None,
+    tools_dir: list[Path] | None,
+) -> Callable[[], None]:
+    """Start the watcher thread in this process; returns what stops it and closes its engine.
+
+    Raises:
+        IngestError: no sources, or a tool folder that does not exist.
+        ConfigError, StoreError, EmbedError: as for ``open_engine``.
+    """
+    from toolscout.ingest.watch import Watcher
+
+    found = _sources(db, mcp_config, tool_dir_list(tools_dir), catalogs, DEFAULT_TIMEOUT)
+    for problem in found.problems:
+        err_console.print(f"config {problem}", highlight=False, markup=False)
+    engine = open_engine(db)
+
+    def show(summary: SourceSummary) -> None:
+        if summary.error or summary.added or summary.updated or summary.deleted:
+            err_console.print("watch: " + _summary_line(summary), highlight=False)
+
+    try:
+        stop_thread = Watcher(engine, found, on_sync=show).start_in_thread()
+    except BaseException:
+        engine.close()
+        raise
+
+    def stop() -> None:
+        if stop_thread(10.0):
+            engine.close()
+        else:  # edge: a sync still running; the daemon thread ends with the process
+            err_console.print("watch: did not stop within 10 s", highlight=False, markup=False)
+
+    return stop
 
 
 @app.command()
