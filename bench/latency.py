@@ -140,8 +140,8 @@ def build_bench(size: int) -> dict[str, object]:
 
 
 def memory_bench(size: int) -> dict[str, object]:
-    """Index ``size`` real tools into a fresh store with a fresh (empty) vector cache."""
-    tools = [t for t, base in _tools(max(size, 7093)) if base is None][:size]
+    """Index a ``size``-tool catalog into a fresh store with a fresh (empty) vector cache."""
+    tools = [t for t, _ in _tools(size)]  # real tools, then variants: all embedded for real
     from toolscout.ingest.sources import Loaded
 
     with tempfile.TemporaryDirectory() as tmp:

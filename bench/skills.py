@@ -234,7 +234,7 @@ def variant(tool: Tool, n: int) -> Tool:
     )  # fmt: skip
 
 
-def latency(target: int = 10000, runs: int = 300) -> None:
+def latency(target: int = 10000, runs: int = 300, kind: str = "long") -> None:
     from toolscout.engine import prepare
     from toolscout.store.base import IndexEntry
 
@@ -256,13 +256,17 @@ def latency(target: int = 10000, runs: int = 300) -> None:
     t0 = time.perf_counter()
     engine.classify()
     print(f"classify: {time.perf_counter() - t0:.1f} s; tools {engine.store.count()}")
-    queries = [
-        q.text[:1000]
-        for n in ("toolbench_stable", "seal_tools")
-        for q in load_queries(SHARED / n / "queries.jsonl")
-    ]
+    if kind == "short":  # agent-style requests: the paraphrase dev set (3-12 words)
+        para = Path(__file__).resolve().parents[1] / "tests/data/livemcp_paraphrase/queries.jsonl"
+        queries = [q.text for q in load_queries(para)]
+    else:
+        queries = [
+            q.text[:1000]
+            for n in ("toolbench_stable", "seal_tools")
+            for q in load_queries(SHARED / n / "queries.jsonl")
+        ]
     rng2 = random.Random(5)
-    sample = rng2.sample(queries, runs)
+    sample = [rng2.choice(queries) for _ in range(runs)]
     times: dict[str, list[float]] = {"direct": [], "hierarchical": []}
     inner: dict[str, list[float]] = {"direct": [], "hierarchical": []}
     for q in sample:
@@ -294,7 +298,7 @@ def main(argv: list[str]) -> Any:
     if cmd == "classify":
         return classify_report(rest[0] if rest else "livemcpbench")
     if cmd == "latency":
-        return latency()
+        return latency(kind=argv[1] if len(argv) > 1 else "long")
     raise SystemExit(__doc__)
 
 
