@@ -209,11 +209,7 @@ class Engine(EnrichmentOps, SkillOps):
         self._write(todo, report, progress)
         lost: set[str] = set()  # skills whose tools were deleted: their centroids change
         if prune and sources:
-            gone = [
-                tid
-                for tid in self.store.hashes(Filters(sources=tuple(sorted(sources))))
-                if tid not in tools
-            ]
+            gone = sorted(dropped)  # read before the writes; the writes only touch ``tools``
             lost = self._skills_of(gone)
             report.deleted = self.store.delete(gone)
         self._skills_after_index([p.tool.id for p in todo], lost)
