@@ -88,6 +88,9 @@ class OpenAIDouble:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length) or b"{}")
+                if self.path.endswith("/embeddings"):
+                    self._send(200, embeddings(body))
+                    return
                 reply = double._next(body)
                 if reply.kind == "hang":
                     double._stop.wait(timeout=30)
@@ -127,3 +130,23 @@ def completion(model: str, content: str) -> dict[str, Any]:
         ],
         "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
     }
+
+
+def embeddings(body: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAI ``/v1/embeddings`` body: 8-d vectors of letter counts (a, e, i, o, u, s, t, r).
+
+    Deterministic and crude, but texts sharing letters get similar vectors, which is all the
+    remote-embedder tests need to check the wiring.
+    """
+    inputs = body.get("input") or []
+    texts = [inputs] if isinstance(inputs, str) else list(inputs)
+    data = [
+        {
+            "object": "embedding",
+            "index": i,
+            "embedding": [float(text.lower().count(c)) + 0.01 for c in "aeiourst"],
+        }
+        for i, text in enumerate(texts)
+    ]
+    usage = {"prompt_tokens": len(texts), "total_tokens": len(texts)}
+    return {"object": "list", "data": data, "model": body.get("model", "double"), "usage": usage}
