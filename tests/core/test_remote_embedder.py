@@ -5,8 +5,8 @@ import json
 from pathlib import Path
 
 import pytest
-from support.openai_double import OpenAIDouble
 
+from support.openai_double import OpenAIDouble
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.errors import ConfigError
