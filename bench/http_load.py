@@ -1,14 +1,23 @@
 """Load test of ``POST /api/v1/search`` on a real ``toolscout serve`` with wrk.
 
     python bench/http_load.py --db /tmp/bench10k.db [--duration 30] [--connections 1,32,128]
-        [--config "w1-nocache:workers=1,cache=0" --config "w2:workers=2,cache=4096"]
+        [--query-set short|long] [--mix cycle|zipf]
+        [--config "cold:workers=2,cache=0,results=0" --config "w2:workers=2,threads=4"]
 
-For each server configuration (workers, event loop, query-vector cache size) it starts
-``toolscout serve`` on a free loopback port, waits for /health, and runs wrk (2 threads) at each
-connection count. wrk's Lua script cycles through every distinct query of the shared sets
-(``toolbench_stable`` + ``seal_tools``: ~2,800 queries), each thread starting at its own offset,
-so the run is not one cached query repeated. Requests use the hierarchical search defaults
-(``{"query": ...}``). A baseline is measured in the same run on the first configuration:
+For each server configuration (workers, event loop, search threads per worker, query-vector
+cache size, result cache size) it starts ``toolscout serve`` on a free loopback port, waits for
+/health, and runs wrk (2 threads) at each connection count.
+
+Query sets: ``long`` = every distinct query of the shared sets (``toolbench_stable`` +
+``seal_tools``: ~2,800 chatty multi-sentence requests); ``short`` = agent-style capability
+requests: the project's 155 paraphrase queries plus the first sentence of each shared-set query
+cut to at most 12 words (~2,900 distinct, 3-12 words; the length agents send, which is what
+sets the cost). Mixes: ``cycle`` walks the distinct queries in order, each wrk thread from its
+own offset (with the caches off, every request is a full search: the cold cost); ``zipf``
+draws each request from a Zipf law over the distinct queries (exponent ``--zipf-s``, default
+1.0: a few requests are very common, most are rare - how a fleet of agents repeats itself),
+which is what the result and query-vector caches are for. Requests use the hierarchical search
+defaults (``{"query": ...}``). A baseline is measured in the same run on the first configuration:
 ``GET /api/v1/tools/{id}`` (one tool read by primary key: the web layer plus the cheapest
 engine call, i.e. the ceiling without search).
 
@@ -36,6 +45,7 @@ from typing import Any
 import httpx
 
 BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench"
+PARAPHRASE = Path(__file__).resolve().parents[1] / "tests/data/livemcp_paraphrase/queries.jsonl"
 SETS = ("toolbench_stable", "seal_tools")
 TOOLSCOUT = str(Path(sys.executable).with_name("toolscout"))
 
@@ -44,6 +54,22 @@ local bodies = {}
 %BODIES%
 local counter = 0
 local threads = {}
+local zipf = %ZIPF%
+local cdf = {}
+if zipf > 0 then
+  local total = 0
+  for i = 1, #bodies do total = total + 1 / (i ^ zipf); cdf[i] = total end
+  for i = 1, #bodies do cdf[i] = cdf[i] / total end
+end
+local function pick()
+  local r = math.random()
+  local lo, hi = 1, #cdf
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    if cdf[mid] < r then lo = mid + 1 else hi = mid end
+  end
+  return lo
+end
 function setup(thread)
   thread:set("offset", #threads * math.floor(#bodies / 2))
   table.insert(threads, thread)
@@ -52,12 +78,14 @@ function init(args)
   -- args[1]: the run's own starting point, so one run does not replay the queries (and warm
   -- caches) of the run before it on the same server.
   counter = (tonumber(offset) or 0) + (tonumber(args[1]) or 0)
+  math.randomseed(counter + 1)
   wrk.method = "%METHOD%"
   wrk.headers["Content-Type"] = "application/json"
 end
 function request()
   counter = counter + 1
   if "%METHOD%" == "GET" then return wrk.format(nil, "%PATH%") end
+  if zipf > 0 then return wrk.format(nil, "%PATH%", nil, bodies[pick()]) end
   return wrk.format(nil, "%PATH%", nil, bodies[(counter %% #bodies) + 1])
 end
 function done(summary, latency, requests)
@@ -78,6 +106,8 @@ class ServerConfig:
     workers: int = 1
     loop: str = "auto"
     cache: int = 4096
+    results: int = 1024
+    threads: int = 0  # search threads per worker (0: the server's default, one per core)
 
 
 def parse_config(text: str) -> ServerConfig:
@@ -89,23 +119,38 @@ def parse_config(text: str) -> ServerConfig:
     return ServerConfig(label=label, **fields)
 
 
-def load_queries() -> list[str]:
+def load_queries(kind: str = "long") -> list[str]:
+    """Distinct queries of the chosen set (see the module docstring), in a fixed order."""
     seen: dict[str, None] = {}
+    if kind == "short":
+        with PARAPHRASE.open(encoding="utf-8") as fh:
+            for line in fh:
+                seen.setdefault(json.loads(line)["query"].strip(), None)
     for name in SETS:
         with (BENCH / name / "queries.jsonl").open(encoding="utf-8") as fh:
             for line in fh:
                 query = json.loads(line)["query"].strip()
+                if kind == "short":
+                    query = " ".join(_first_sentence(query).split()[:12]).rstrip(",;:")
+                    if len(query.split()) < 3:
+                        continue
                 if query and len(query) <= 1000:
                     seen.setdefault(query, None)
     return list(seen)
 
 
-def lua_script(queries: list[str], method: str, path: str) -> str:
+def _first_sentence(text: str) -> str:
+    match = re.search(r"[.?!](\s|$)", text)
+    return text[: match.start()] if match else text
+
+
+def lua_script(queries: list[str], method: str, path: str, zipf: float = 0.0) -> str:
     bodies = "\n".join(
         f"bodies[{i + 1}] = {json.dumps(json.dumps({'query': q}))}" for i, q in enumerate(queries)
     )
     return (
         LUA.replace("%BODIES%", bodies)
+        .replace("%ZIPF%", repr(float(zipf)))
         .replace("%METHOD%", method)
         .replace("%PATH%", path)
         .replace("%%", "%")
@@ -120,7 +165,14 @@ def free_port() -> int:
 
 
 def start_server(db: str, cfg: ServerConfig, port: int) -> subprocess.Popen[bytes]:
-    env = dict(os.environ, TOOLSCOUT_QUERY_CACHE_SIZE=str(cfg.cache), TOOLSCOUT_EMBED_THREADS="1")
+    env = dict(
+        os.environ,
+        TOOLSCOUT_QUERY_CACHE_SIZE=str(cfg.cache),
+        TOOLSCOUT_RESULT_CACHE_SIZE=str(cfg.results),
+        TOOLSCOUT_EMBED_THREADS="1",
+    )
+    if cfg.threads:
+        env["TOOLSCOUT_SEARCH_THREADS"] = str(cfg.threads)
     args = [TOOLSCOUT, "serve", "--db", db, "--port", str(port), "--workers", str(cfg.workers)]
     args += ["--loop", cfg.loop, "--log-level", "warning"]
     proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -181,13 +233,19 @@ def cache_stats(port: int, workers: int) -> dict[str, int]:
                 ).json()
             except httpx.HTTPError:
                 continue  # a worker still draining the run's backlog; ask again
-            seen[body["pid"]] = body.get("query_cache") or {}
+            seen[body["pid"]] = {
+                "hits": (body.get("query_cache") or {}).get("hits", 0),
+                "misses": (body.get("query_cache") or {}).get("misses", 0),
+                "result_hits": (body.get("result_cache") or {}).get("hits", 0),
+                "result_misses": (body.get("result_cache") or {}).get("misses", 0),
+            }
             if len(seen) >= workers:
                 break
-    total = {"hits": 0, "misses": 0, "workers_seen": len(seen)}
+    total = {"hits": 0, "misses": 0, "result_hits": 0, "result_misses": 0}
     for stats in seen.values():
-        total["hits"] += stats.get("hits", 0)
-        total["misses"] += stats.get("misses", 0)
+        for key in total:
+            total[key] += stats[key]
+    total["workers_seen"] = len(seen)
     return total
 
 
@@ -255,11 +313,16 @@ def bench_config(
             after = cache_stats(port, cfg.workers)
             hits = after["hits"] - before["hits"]
             misses = after["misses"] - before["misses"]
+            r_hits = after["result_hits"] - before["result_hits"]
+            r_misses = after["result_misses"] - before["result_misses"]
             rows.append(
                 {
                     "config": cfg.label,
                     "route": "POST /api/v1/search",
                     **row,
+                    "result_hit_rate": round(r_hits / (r_hits + r_misses), 3)
+                    if r_hits + r_misses
+                    else None,
                     "cache_hit_rate": round(hits / (hits + misses), 3) if hits + misses else None,
                     # Load-independent cost: server CPU per answered request, and what two
                     # otherwise idle cores could sustain at that cost.
@@ -288,9 +351,12 @@ def main() -> None:
     ap.add_argument(
         "--warm", action="store_true", help="Ask every query once per worker before measuring."
     )
+    ap.add_argument("--query-set", choices=("short", "long"), default="long")
+    ap.add_argument("--mix", choices=("cycle", "zipf"), default="cycle")
+    ap.add_argument("--zipf-s", type=float, default=1.0, help="Zipf exponent for --mix zipf.")
     args = ap.parse_args()
     configs = [parse_config(c) for c in (args.config or ["w1:workers=1,cache=4096"])]
-    queries = load_queries()[: args.queries]
+    queries = load_queries(args.query_set)[: args.queries]
     conns = [int(c) for c in args.connections.split(",")]
     print(f"{len(queries)} distinct queries; configs {configs}", flush=True)
     rows: list[dict[str, Any]] = []
@@ -299,7 +365,8 @@ def main() -> None:
             "search": Path(tmp) / "search.lua",
             "get": Path(tmp) / "get.lua",
         }
-        scripts["search"].write_text(lua_script(queries, "POST", "/api/v1/search"))
+        zipf = args.zipf_s if args.mix == "zipf" else 0.0
+        scripts["search"].write_text(lua_script(queries, "POST", "/api/v1/search", zipf))
         for i, cfg in enumerate(configs):
             rows += bench_config(
                 args.db,

@@ -58,6 +58,18 @@ class Settings(BaseSettings):
         description="BLAS threads for exact vector search (1 measured fastest; None: leave as is)",
     )
     query_cache_size: int = Field(default=4096, ge=0, description="query vectors kept (0: off)")
+    query_batch: int = Field(
+        default=32, ge=1, description="queries embedded together when searches overlap (1: off)"
+    )
+    search_threads: int | None = Field(
+        default=None,
+        ge=1,
+        le=256,
+        description="searches run at once per server process (None: one per core)",
+    )
+    result_cache_size: int = Field(
+        default=1024, ge=0, description="finished searches kept until the index changes (0: off)"
+    )
     cache_dir: str = Field(default_factory=default_cache_dir)
 
     fusion: str = "adaptive"

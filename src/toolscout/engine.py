@@ -9,11 +9,12 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from toolscout.embed.base import Embedder, open_embedder
+from toolscout.embed.batching import QueryBatcher
 from toolscout.embed.cache import CachedEmbedder
 from toolscout.embed.querycache import QueryCache
 from toolscout.enrich.base import Enricher
@@ -34,6 +35,7 @@ from toolscout.models import (
 )
 from toolscout.search.document import DOCUMENT_VERSION, embed_text, lexical_fields
 from toolscout.search.hybrid import DEFAULT_FIELD_WEIGHTS, HybridSearcher, SearchConfig, check_query
+from toolscout.search.results import ResultCache
 from toolscout.search.text import ANALYZER_VERSION
 from toolscout.skills.ops import SkillOps
 from toolscout.store.base import IndexEntry, IndexIdentity, Store, open_store
@@ -98,11 +100,16 @@ class Engine(EnrichmentOps, SkillOps):
         config: SearchConfig | None = None,
         enricher: Enricher | None = None,
         enrich_max_age_days: float = 7.0,
+        result_cache_size: int = 1024,
     ) -> None:
         self.store = store
         self.embedder = embedder
         store.bind(IndexIdentity(embedder.name, embedder.dim, ANALYZER_VERSION))
         self.searcher = HybridSearcher(store, embedder, config)
+        #: Finished searches by request, dropped on any index change (None: off).
+        self.result_cache: ResultCache[Any] | None = (
+            ResultCache(result_cache_size, store.data_version) if result_cache_size > 0 else None
+        )
         self.enrichment = (
             EnrichmentPipeline(store, enricher, max_age_days=enrich_max_age_days)
             if enricher is not None
@@ -134,6 +141,8 @@ class Engine(EnrichmentOps, SkillOps):
         )
         if s.embed_cache:
             embedder = CachedEmbedder(embedder, Path(s.cache_dir) / "vectors.sqlite")
+        if s.query_batch > 1:
+            embedder = QueryBatcher(embedder, s.query_batch)
         if s.query_cache_size > 0:
             embedder = QueryCache(embedder, s.query_cache_size)
         store = open_store(s.db)
@@ -151,6 +160,7 @@ class Engine(EnrichmentOps, SkillOps):
                 config=config,
                 enricher=open_enricher(s),
                 enrich_max_age_days=s.enrich_max_age_days,
+                result_cache_size=s.result_cache_size,
             )
             engine.configure_skills(s)
             return engine
@@ -276,6 +286,13 @@ class Engine(EnrichmentOps, SkillOps):
                 item_types=tuple(_parse_item_type(t) for t in item_types) if item_types else None,
             )
         t0 = time.perf_counter()
+        # The ranking configuration is part of the key: callers may swap it at run time.
+        key = ("search", query, mode, limit, filters, self.searcher.config)
+        cached, version = self.result_cache.lookup(key) if self.result_cache else (None, None)
+        if cached is not None:
+            hit: SearchResult = cached
+            total = (time.perf_counter() - t0) * 1000
+            return replace(hit, timings_ms={"cached": 1.0, "total_ms": total})
         timings: dict[str, float] = {}
         ranked = self.searcher.search(
             query, mode=mode, limit=limit, filters=filters, timings=timings
@@ -287,7 +304,10 @@ class Engine(EnrichmentOps, SkillOps):
             if r.id in tools
         ]
         timings["total_ms"] = (time.perf_counter() - t0) * 1000
-        return SearchResult(query=query, mode=mode, hits=hits, timings_ms=timings)
+        result = SearchResult(query=query, mode=mode, hits=hits, timings_ms=timings)
+        if self.result_cache is not None:
+            self.result_cache.store(key, version, replace(result, timings_ms=dict(timings)))
+        return result
 
     def get_tool(self, tool_id: str) -> Tool:
         """Raises: ToolNotFound."""
@@ -321,8 +341,14 @@ class Engine(EnrichmentOps, SkillOps):
 
     def query_cache_stats(self) -> dict[str, int] | None:
         """Hits, misses and entries of the query-vector cache, or None when it is off."""
-        stats = getattr(self.embedder, "stats", None)
+        stats = (
+            getattr(self.embedder, "stats", None) if isinstance(self.embedder, QueryCache) else None
+        )
         return stats() if callable(stats) else None
+
+    def result_cache_stats(self) -> dict[str, int] | None:
+        """Hits, misses and entries of the result cache, or None when it is off."""
+        return self.result_cache.stats() if self.result_cache is not None else None
 
     def info(self) -> dict[str, Any]:
         """Counts, model and store location."""

@@ -137,15 +137,27 @@ def test_metrics_count_requests_per_route_template(client: TestClient) -> None:
     assert 'toolscout_query_cache{kind="misses"}' in text
 
 
-def test_repeated_query_is_served_from_the_query_cache(client: TestClient) -> None:
+def test_repeated_query_is_served_from_the_result_cache(client: TestClient) -> None:
     params = {"query": "convert currency amounts"}
     first = client.get("/api/v1/search", params=params).json()
-    before = client.get("/health").json()["query_cache"]
+    before = client.get("/health").json()
     second = client.get("/api/v1/search", params=params).json()
-    after = client.get("/health").json()["query_cache"]
+    after = client.get("/health").json()
     assert [h["id"] for h in first["hits"]] == [h["id"] for h in second["hits"]]
+    assert after["result_cache"]["hits"] == before["result_cache"]["hits"] + 1
+    # Answered whole from the result cache: the model was not asked again.
+    assert after["query_cache"] == before["query_cache"]
+    assert 'toolscout_result_cache{kind="hits"}' in client.get("/metrics").text
+
+
+def test_same_query_with_other_options_is_searched_again(client: TestClient) -> None:
+    query = "convert currency amounts"
+    client.get("/api/v1/search", params={"query": query})
+    before = client.get("/health").json()["query_cache"]
+    client.get("/api/v1/search", params={"query": query, "limit": 3})
+    after = client.get("/health").json()["query_cache"]
+    # A new search (not the cached answer), whose query vector comes from the query cache.
     assert after["hits"] == before["hits"] + 1
-    assert after["misses"] == before["misses"]
 
 
 def test_openapi_document_lists_every_api_route(client: TestClient) -> None:

@@ -124,7 +124,8 @@ async def _searching(request: Request, fn: Callable[[], T]) -> T:
     """
     slots: anyio.CapacityLimiter | None = getattr(request.app.state, "search_slots", None)
     if slots is None:  # created lazily: a limiter belongs to the running event loop
-        slots = request.app.state.search_slots = anyio.CapacityLimiter(SEARCH_SLOTS)
+        count = request.app.state.search_slot_count
+        slots = request.app.state.search_slots = anyio.CapacityLimiter(count)
     return await anyio.to_thread.run_sync(fn, limiter=slots)
 
 
@@ -252,6 +253,7 @@ def _health(engine: Engine) -> tuple[int, Health]:
         tools=int(info["tools"]),
         skills=len(skills) if skills is not None else None,
         query_cache=engine.query_cache_stats(),
+        result_cache=engine.result_cache_stats(),
         pid=os.getpid(),
     )
     return 200, health
@@ -268,7 +270,9 @@ def _service_routes(app: FastAPI) -> None:
     def metrics(request: Request, engine: EngineDep) -> Response:
         """Prometheus text format: requests and latency per route, search stage timings."""
         m: Metrics = request.app.state.metrics
-        return Response(m.render(engine.query_cache_stats), media_type=m.content_type)
+        return Response(
+            m.render(engine.query_cache_stats, engine.result_cache_stats), media_type=m.content_type
+        )
 
 
 def create_app(
@@ -296,6 +300,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.engine = engine
+    app.state.search_slot_count = s.search_threads or SEARCH_SLOTS
     app.state.policy = KeyPolicy(api_key=s.api_key, read_key=s.read_key)
     app.state.metrics = Metrics()
     app.state.jobs = JobRunner()

@@ -59,6 +59,12 @@ class Metrics:
             ["kind"],
             registry=self.registry,
         )
+        self.result_cache = Gauge(
+            "toolscout_result_cache",
+            "Finished-search cache (dropped on any index change): hits, misses and entries.",
+            ["kind"],
+            registry=self.registry,
+        )
 
     def observe_stages(self, stage_ms: Mapping[str, Any]) -> None:
         """Record stage timings given in milliseconds (non-numeric entries are ignored)."""
@@ -66,12 +72,16 @@ class Metrics:
             if isinstance(value, int | float):
                 self.stages.labels(stage=stage).observe(float(value) / 1000.0)
 
-    def render(self, cache_stats: Callable[[], Mapping[str, int] | None] | None = None) -> bytes:
+    def render(
+        self,
+        cache_stats: Callable[[], Mapping[str, int] | None] | None = None,
+        result_stats: Callable[[], Mapping[str, int] | None] | None = None,
+    ) -> bytes:
         """The Prometheus text exposition of every collector."""
-        stats = cache_stats() if cache_stats is not None else None
-        if stats:
-            for kind, value in stats.items():
-                self.query_cache.labels(kind=kind).set(value)
+        for source, gauge in ((cache_stats, self.query_cache), (result_stats, self.result_cache)):
+            stats = source() if source is not None else None
+            for kind, value in (stats or {}).items():
+                gauge.labels(kind=kind).set(value)
         return generate_latest(self.registry)
 
 

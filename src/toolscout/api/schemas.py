@@ -336,6 +336,7 @@ class Health(BaseModel):
     tools: int
     skills: int | None = None
     query_cache: dict[str, int] | None = None
+    result_cache: dict[str, int] | None = None
     pid: int = Field(description="Answering worker process (each worker has its own caches).")
 
 

@@ -7,6 +7,7 @@ These are the calls every edge makes for skills and hierarchical search: ``find`
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from toolscout.embed.base import Embedder
@@ -23,6 +24,7 @@ from toolscout.models import (
 )
 from toolscout.search.hierarchical import validate
 from toolscout.search.hybrid import HybridSearcher
+from toolscout.search.results import ResultCache
 from toolscout.skills.catalog import SkillCatalog
 from toolscout.skills.manager import SkillManager
 from toolscout.skills.suggestions import SuggestionQueue
@@ -35,6 +37,7 @@ class SkillOps:
     store: Store
     embedder: Embedder
     searcher: HybridSearcher
+    result_cache: ResultCache[Any] | None = None
     _skill_manager: SkillManager | None = None
     skill_llm: LLM | None = None
     skills_starter: bool = True
@@ -78,7 +81,19 @@ class SkillOps:
         Raises:
             QueryError: naming the invalid field (EmptyQuery for an empty query).
         """
-        return self.skill_manager.hierarchical.find(request)
+        req = validate(request)
+        hs = self.skill_manager.hierarchical
+        cache = self.result_cache
+        # The ranking configuration is part of the key: callers may swap it at run time.
+        key = ("find", req, hs.searcher.config, hs.safety_net)
+        cached, version = cache.lookup(key) if cache is not None else (None, None)
+        if cached is not None:
+            hit: HierarchicalResult = cached
+            return replace(hit, metadata={**hit.metadata, "cached": True})
+        result = hs.find(req)
+        if cache is not None:
+            cache.store(key, version, replace(result, metadata=dict(result.metadata)))
+        return result
 
     def match_skills(
         self, query: str, *, limit: int = 5, threshold: float = 0.4

@@ -7,7 +7,7 @@ A store holds tools, their lexical fields and their vectors, and answers the two
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -278,6 +278,11 @@ class Store(SkillStore, EnrichStore, Protocol):
     def get_meta(self, key: str) -> str | None: ...
 
     def set_meta(self, key: str, value: str) -> None: ...
+
+    def data_version(self) -> Hashable | None:
+        """A cheap token that changes whenever anything in the index changes (a write from
+        any process), or None when the store cannot tell cheaply. Result caches key on it."""
+        ...
 
     def close(self) -> None: ...
 

@@ -20,7 +20,7 @@ deadlocking or interleaving half-written tools; ``INSERT ... ON CONFLICT`` keeps
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -333,6 +333,10 @@ class PostgresStore(PostgresVectorLeg, PostgresSkillTables, PostgresEnrichments)
         statement = bm25_sql(w, None if cond == "true" else cond)
         rows = self._query(statement, [terms, *params, limit])
         return [Scored(r[0], float(r[1])) for r in rows]
+
+    def data_version(self) -> Hashable | None:
+        """Not tracked yet: no result caching on this store."""
+        return None
 
     def close(self) -> None:
         """Close the connection pool."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -444,6 +444,16 @@ class SQLiteStore(SQLiteSkillTables, SQLiteEnrichments):
             )
             out.update((r[0], np.frombuffer(r[1], dtype=np.float32).copy()) for r in rows)
         return out
+
+    def data_version(self) -> Hashable | None:
+        """SQLite's ``data_version`` (bumped by other connections' commits) plus this
+        connection's own write count: together they change with every write to the file."""
+        with self._lock:
+            try:
+                row = self._conn.execute("PRAGMA data_version").fetchone()
+            except sqlean.Error as exc:
+                raise StoreError(f"cannot read the data version of {self.path}: {exc}") from exc
+            return (int(row[0]), self._writes)
 
     def close(self) -> None:
         with self._lock:

@@ -1,0 +1,90 @@
+"""Finished searches are reused until the index changes, on a real SQLite file and model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from toolscout.config import Settings
+from toolscout.engine import Engine
+from toolscout.ingest.jsonfile import CatalogFile
+from toolscout.models import HierarchicalRequest
+
+TOOLS = [
+    {"name": "send_email", "server": "mail", "description": "Send an email message."},
+    {"name": "get_forecast", "server": "weather", "description": "Weather forecast for a city."},
+    {"name": "create_issue", "server": "github", "description": "Open an issue in a repo."},
+]
+NEW = {"name": "draft_email", "server": "mail", "description": "Write an email draft to send."}
+
+
+def _write(path: Path, tools: list[dict[str, str]]) -> Path:
+    path.write_text(json.dumps(tools), encoding="utf-8")
+    return path
+
+
+def test_a_repeated_search_is_answered_from_the_cache(engine: Engine, tmp_path: Path) -> None:
+    engine.index([CatalogFile(_write(tmp_path / "c.json", TOOLS)).read()])
+    first = engine.search("send an email", limit=3)
+    again = engine.search("send an email", limit=3)
+    assert [h.tool.id for h in again.hits] == [h.tool.id for h in first.hits]
+    assert again.timings_ms.get("cached") == 1.0 and "cached" not in first.timings_ms
+    assert engine.result_cache_stats() == {"hits": 1, "misses": 1, "entries": 1}
+    # Other options are another search.
+    assert "cached" not in engine.search("send an email", limit=2).timings_ms
+
+
+def test_hierarchical_results_are_cached_by_the_whole_request(
+    engine: Engine, tmp_path: Path
+) -> None:
+    engine.index([CatalogFile(_write(tmp_path / "c.json", TOOLS)).read()])
+    req = HierarchicalRequest(query="weather in Paris", strategy="direct")
+    first = engine.find(req)
+    again = engine.find(req)
+    assert again.metadata["cached"] is True and "cached" not in first.metadata
+    assert [t.tool.id for t in again.tools] == [t.tool.id for t in first.tools]
+    # Padding whitespace is stripped by validation: the same request.
+    assert engine.find(HierarchicalRequest(query="  weather in Paris ", strategy="direct"))
+    assert "cached" not in engine.find(HierarchicalRequest(query="weather in Paris")).metadata
+
+
+def test_any_write_drops_cached_results(engine: Engine, tmp_path: Path) -> None:
+    catalog = _write(tmp_path / "c.json", TOOLS)
+    engine.index([CatalogFile(catalog).read()])
+    before = {h.tool.name for h in engine.search("write an email draft", limit=5).hits}
+    assert "draft_email" not in before
+    engine.index([CatalogFile(_write(catalog, [*TOOLS, NEW])).read()])
+    after = engine.search("write an email draft", limit=5)
+    assert "cached" not in after.timings_ms
+    assert after.hits[0].tool.name == "draft_email"
+
+
+def test_a_write_from_another_connection_drops_cached_results(
+    settings: Settings, tmp_path: Path
+) -> None:
+    reader, writer = Engine.open(settings), Engine.open(settings)
+    try:
+        catalog = _write(tmp_path / "c.json", TOOLS)
+        writer.index([CatalogFile(catalog).read()])
+        names = [h.tool.name for h in reader.search("write an email draft", limit=5).hits]
+        assert "draft_email" not in names
+        assert "cached" in reader.search("write an email draft", limit=5).timings_ms
+        writer.index([CatalogFile(_write(catalog, [*TOOLS, NEW])).read()])
+        fresh = reader.search("write an email draft", limit=5)
+        assert "cached" not in fresh.timings_ms
+        assert fresh.hits[0].tool.name == "draft_email"
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_the_cache_can_be_turned_off(tmp_path: Path, vector_cache: Path) -> None:
+    s = Settings(db=str(tmp_path / "i.db"), cache_dir=str(vector_cache), result_cache_size=0)
+    eng = Engine.open(s)
+    try:
+        eng.index([CatalogFile(_write(tmp_path / "c.json", TOOLS)).read()])
+        eng.search("send an email")
+        assert "cached" not in eng.search("send an email").timings_ms
+        assert eng.result_cache_stats() is None
+    finally:
+        eng.close()
