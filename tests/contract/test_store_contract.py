@@ -136,6 +136,16 @@ def test_lexical_breaks_equal_scores_by_id(store: Store) -> None:
     assert hits[0].score == hits[1].score > 0
 
 
+def test_lexical_ties_wider_than_the_page_are_ordered_by_id(store: Store) -> None:
+    # 60 tools with one score: more ties than any fetch margin, inserted in reverse id order.
+    twins = [entry(f"s{i:02d}::twin", "same word", unit(1), server=f"s{i:02d}") for i in range(60)]
+    store.upsert(twins[::-1] + [entry("z::better", "word word", unit(1))])
+    hits = store.lexical(["word"], limit=10)
+    assert [h.id for h in hits] == ["z::better"] + [f"s{i:02d}::twin" for i in range(9)]
+    filtered = store.lexical(["word"], limit=5, filters=Filters(servers=("s07", "s03", "s41")))
+    assert [h.id for h in filtered] == ["s03::twin", "s07::twin", "s41::twin"]
+
+
 def test_lexical_treats_fts_special_characters_as_plain_words(filled: Store) -> None:
     for token in ['"', "NEAR", "AND", "OR", "NOT", "file*", '"file"', "(file)", "^file", "-x", ""]:
         hits = filled.lexical([token, "commit"], limit=10)

@@ -29,6 +29,7 @@ from toolscout.models import Filters, ItemType, Scored, Tool
 from toolscout.store.base import LEXICAL_FIELDS, IndexEntry, IndexIdentity
 from toolscout.store.migrations.sqlite import MIGRATIONS, SCHEMA_VERSION
 from toolscout.store.sqlite_enrich import SQLiteEnrichments
+from toolscout.store.sqlite_lexical import SQLiteLexical, where_clause
 from toolscout.store.sqlite_skills import SQLiteSkillTables
 
 _TOOL_COLUMNS = (
@@ -58,41 +59,7 @@ def _dumps(value: Any) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False)
 
 
-def where_clause(filters: Filters | None, alias: str = "t") -> tuple[str, list[Any]]:
-    """SQL condition (``?`` placeholders) restricting tools to ``filters``; '1' when empty."""
-    if filters is None or filters.is_empty():
-        return "1", []
-    parts: list[str] = []
-    params: list[Any] = []
-
-    def _in(column: str, values: Sequence[str]) -> None:
-        if not values:
-            parts.append("0")
-            return
-        parts.append(f"{alias}.{column} IN ({','.join('?' * len(values))})")
-        params.extend(values)
-
-    if filters.servers is not None:
-        _in("server", filters.servers)
-    if filters.sources is not None:
-        _in("source", filters.sources)
-    if filters.item_types is not None:
-        _in("item_type", [t.value for t in filters.item_types])
-    if filters.tool_ids is not None:
-        _in("id", filters.tool_ids)
-    if filters.skill_ids is not None:
-        if not filters.skill_ids:
-            parts.append("0")
-        else:
-            marks = ",".join("?" * len(filters.skill_ids))
-            parts.append(
-                f"{alias}.id IN (SELECT tool_id FROM tool_skills WHERE skill_id IN ({marks}))"
-            )
-            params.extend(filters.skill_ids)
-    return " AND ".join(parts), params
-
-
-class SQLiteStore(SQLiteSkillTables, SQLiteEnrichments):
+class SQLiteStore(SQLiteLexical, SQLiteSkillTables, SQLiteEnrichments):
     """A :class:`~toolscout.store.base.Store` in one SQLite file (WAL mode)."""
 
     def __init__(self, url: str) -> None:
@@ -114,6 +81,9 @@ class SQLiteStore(SQLiteSkillTables, SQLiteEnrichments):
         self._conn = conn
         self._lock = threading.RLock()
         self._writes = 0
+        self._counts: dict[Filters | None, int] = {}
+        self._counts_version: Hashable | None = None
+        self._counts_lock = threading.Lock()
         self._mirror_key: tuple[int, int] | None = None
         self._mirror_ids: list[str] = []
         self._mirror_rowids: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
@@ -338,41 +308,11 @@ class SQLiteStore(SQLiteSkillTables, SQLiteEnrichments):
         )
         return [_row_to_tool(r) for r in rows]
 
-    def count(self, filters: Filters | None = None) -> int:
-        cond, params = where_clause(filters)
-        return int(self._query(f"SELECT count(*) FROM tools t WHERE {cond}", params)[0][0])
-
     def counts_by(self, column: str) -> dict[str, int]:
         if column not in _GROUPABLE:
             raise ValueError(f"cannot group by {column!r}")
         rows = self._query(f"SELECT {column}, count(*) FROM tools GROUP BY {column}")
         return {str(r[0]): int(r[1]) for r in rows}
-
-    def lexical(
-        self,
-        tokens: Sequence[str],
-        *,
-        limit: int,
-        filters: Filters | None = None,
-        weights: Sequence[float] | None = None,
-    ) -> list[Scored]:
-        tokens = [t for t in tokens if t]
-        if not tokens:
-            return []
-        # Tokens are analyser output (letters/digits only); quoting makes each a literal term.
-        match = " OR ".join('"' + t.replace('"', "") + '"' for t in tokens)
-        w = list(weights) if weights is not None else [1.0] * len(LEXICAL_FIELDS)
-        if len(w) != len(LEXICAL_FIELDS):
-            raise ValueError(f"weights must have {len(LEXICAL_FIELDS)} entries")
-        wsql = ", ".join(repr(float(x)) for x in w)
-        cond, params = where_clause(filters)
-        rows = self._query(
-            f"SELECT t.id, -bm25(tools_fts, {wsql}) AS s FROM tools_fts "
-            f"JOIN tools t ON t.rowid = tools_fts.rowid "
-            f"WHERE tools_fts MATCH ? AND {cond} ORDER BY s DESC, t.id LIMIT ?",
-            [match, *params, limit],
-        )
-        return [Scored(r[0], float(r[1])) for r in rows]
 
     def _refresh_mirror(self) -> None:
         version = int(self._conn.execute("PRAGMA data_version").fetchone()[0])
