@@ -139,7 +139,7 @@ def test_lexical_breaks_equal_scores_by_id(store: Store) -> None:
 def test_lexical_ties_wider_than_the_page_are_ordered_by_id(store: Store) -> None:
     # 60 tools with one score: more ties than any fetch margin, inserted in reverse id order.
     twins = [entry(f"s{i:02d}::twin", "same word", unit(1), server=f"s{i:02d}") for i in range(60)]
-    store.upsert(twins[::-1] + [entry("z::better", "word word", unit(1))])
+    store.upsert([*twins[::-1], entry("z::better", "word word", unit(1))])
     hits = store.lexical(["word"], limit=10)
     assert [h.id for h in hits] == ["z::better"] + [f"s{i:02d}::twin" for i in range(9)]
     filtered = store.lexical(["word"], limit=5, filters=Filters(servers=("s07", "s03", "s41")))

@@ -110,6 +110,14 @@ def test_no_active_skills_falls_back_to_every_tool_with_a_warning(
     assert res.metadata["searched_fraction"] == 1.0
     assert res.tools[0].tool.id == "gmail::send_email"
     assert any("searching every tool" in r.message for r in caplog.records)
+    # Under load the warning is not repeated for every search: the next ones go to DEBUG.
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="toolscout.search"):
+        for query in ("send a chat message", "read a file", "send an email"):
+            skills_engine.find(HierarchicalRequest(query))
+    fallbacks = [r for r in caplog.records if "searching every tool" in r.message]
+    assert len(fallbacks) == 2  # the cached third search did not run again
+    assert {r.levelno for r in fallbacks} == {logging.DEBUG}
 
 
 def test_index_without_any_skills_falls_back(tmp_path: object, vector_cache: object) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -52,6 +53,8 @@ SKILL_A, SKILL_B, SKILL_C = 5.94, 10.23, -2.69
 #: Out-of-skill tools from the safety net enter with their score times this factor
 #: (chosen with bench/skills.py, see docs/BENCHMARKS.md section 3).
 SAFETY_NET = 0.95
+#: Seconds between two WARNING logs of the same fallback (each one is logged at DEBUG).
+WARN_EVERY = 60.0
 #: How deep the safety net's unfiltered search goes.
 NET_DEPTH = 50
 Vectors = NDArray[np.float32]
@@ -127,6 +130,23 @@ class HierarchicalSearcher:
         #: Score factor for the safety net's out-of-skill tools (0 turns the net off).
         self.safety_net = safety_net
         self._index: tuple[str | None, SkillIndex] | None = None
+        self._warned: dict[str, tuple[float, int]] = {}
+        self._warn_lock = threading.Lock()
+
+    def _warn(self, message: str, arg: object) -> None:
+        """Log a fallback: every one at DEBUG, a WARNING at most once per ``WARN_EVERY``
+        seconds per kind (a served index can fall back hundreds of times a second), saying how
+        many were not shown."""
+        log.debug(message, arg)
+        now = time.monotonic()
+        with self._warn_lock:
+            last, skipped = self._warned.get(message, (-WARN_EVERY, 0))
+            if now - last < WARN_EVERY:
+                self._warned[message] = (last, skipped + 1)
+                return
+            self._warned[message] = (now, 0)
+        extra = f" ({skipped} more like it since the last warning)" if skipped else ""
+        log.warning(message + extra, arg)
 
     # -- stage 1 ----------------------------------------------------------------------------
     def skill_index(self) -> SkillIndex:
@@ -264,11 +284,11 @@ class HierarchicalSearcher:
                 vectors, limit=req.skill_limit, threshold=req.skill_threshold
             )
         except Exception as exc:  # stage 1 is an optimisation: never fail the search for it
-            log.warning("skill stage failed, searching every tool: %s", exc)
+            self._warn("skill stage failed, searching every tool: %s", exc)
             matched = []
         t1 = time.perf_counter()
         if not matched:
-            log.warning("no skill matched %r; searching every tool", req.query[:80])
+            self._warn("no skill matched %r; searching every tool", req.query[:80])
             used: list[str] | None = None
         else:
             used = [m.skill.id for m in matched]
