@@ -70,6 +70,9 @@ def serve(
         raise typer.BadParameter("must be auto, asyncio or uvloop", param_hint="--loop")
     # Workers are separate processes: they get the resolved store location through the env.
     os.environ["TOOLSCOUT_DB"] = s.db
+    if workers > 1 and s.embed_threads is None:
+        # Each worker runs its own model: split the cores instead of oversubscribing them.
+        os.environ["TOOLSCOUT_EMBED_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))
     # Fail here with one clear message (e.g. an index built with another model or analyzer)
     # rather than in workers the supervisor keeps restarting. One worker runs in this process
     # and reuses the loaded model; with several, the supervisor keeps a copy it does not use.
