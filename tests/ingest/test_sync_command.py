@@ -132,3 +132,17 @@ def test_watch_command_reports_changes_and_stops_on_ctrl_c(tmp_path: Path) -> No
         reader.join(timeout=30)  # ends at EOF, now that the process is gone
         if proc.stderr is not None:
             proc.stderr.close()
+
+
+def test_sync_expands_a_catalog_folder_like_index_does(cli: CliRunner, tmp_path: Path) -> None:
+    folder = tmp_path / "catalogs"
+    (folder / "nested").mkdir(parents=True)
+    (folder / "a.json").write_text(json.dumps([tool("ping", "Ping a host")]), "utf-8")
+    nested = folder / "nested" / "b.jsonl"
+    nested.write_text(json.dumps(tool("traceroute", "Trace a route")) + "\n", "utf-8")
+    (folder / "notes.txt").write_text("not a catalog", "utf-8")
+    result = cli.invoke(app, ["sync", "--db", str(tmp_path / "f.db"), str(folder), "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    added = {s["source"]: s["added"] for s in report["sources"]}
+    assert added == {str((folder / "a.json").resolve()): 1, str(nested.resolve()): 1}

@@ -16,7 +16,7 @@ from toolscout.cli import app, console, err_console
 from toolscout.cli.options import DbOption, JsonOption, open_engine
 from toolscout.errors import IngestError
 from toolscout.eval.run import Report, evaluate, index_dataset
-from toolscout.ingest.jsonfile import CatalogFile
+from toolscout.ingest.jsonfile import CatalogFile, catalog_files
 from toolscout.ingest.sources import Loaded
 from toolscout.models import IndexReport, SearchMode
 
@@ -32,18 +32,6 @@ def _progress() -> Progress:
         console=err_console,
         transient=True,
     )
-
-
-def _catalog_files(paths: list[Path]) -> list[Path]:
-    files: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*") if p.suffix in (".json", ".jsonl")))
-        elif path.exists():
-            files.append(path)
-        else:
-            raise IngestError(f"{path}: no such file or directory")
-    return files
 
 
 def _print_report(report: IndexReport, as_json: bool) -> None:
@@ -75,7 +63,7 @@ def index(
 ) -> None:
     """Index catalog files (MCP tools/list, OpenAI, Anthropic or JSONL tools). Unchanged tools
     are not re-embedded."""
-    files = _catalog_files(list(paths or []))
+    files = catalog_files(list(paths or []))
     if builtin:
         files.append(Path(str(resources.files("toolscout.data").joinpath(BUILTIN))))
     if not files:

@@ -14,7 +14,7 @@ A malformed entry becomes a :class:`Problem` (file, line or index, field) and is
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -135,3 +135,21 @@ class CatalogFile:
 def load_catalog(path: str | Path, *, server: str | None = None) -> Loaded:
     """Read one catalog file. Raises: IngestError."""
     return CatalogFile(path, server=server).read()
+
+
+def catalog_files(paths: Sequence[Path]) -> list[Path]:
+    """Catalog files named by ``paths``: a folder stands for every ``.json``/``.jsonl`` file
+    under it (sorted), a file for itself.
+
+    Raises:
+        IngestError: a path that does not exist.
+    """
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(sorted(p for p in path.rglob("*") if p.suffix in (".json", ".jsonl")))
+        elif path.exists():
+            files.append(path)
+        else:
+            raise IngestError(f"{path}: no such file or directory")
+    return files

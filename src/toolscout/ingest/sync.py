@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from toolscout.errors import IngestError
-from toolscout.ingest.jsonfile import CatalogFile
+from toolscout.ingest.jsonfile import CatalogFile, catalog_files
 from toolscout.ingest.mcp import McpSource
 from toolscout.ingest.mcpconfig import (
     DEFAULT_TIMEOUT,
@@ -253,7 +253,7 @@ def resolve_sources(
             continue
         seen[spec.name] = spec
     return SourceSet(
-        catalogs=tuple(Path(p).expanduser() for p in catalogs),
+        catalogs=tuple(catalog_files([Path(p).expanduser() for p in catalogs])),
         tool_dirs=tuple(Path(p).expanduser() for p in tools_dirs),
         servers=tuple(seen.values()),
         problems=tuple(problems),
