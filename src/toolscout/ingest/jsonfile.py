@@ -137,18 +137,19 @@ def load_catalog(path: str | Path, *, server: str | None = None) -> Loaded:
     return CatalogFile(path, server=server).read()
 
 
-def catalog_files(paths: Sequence[Path]) -> list[Path]:
+def catalog_files(paths: Sequence[Path], *, missing_ok: bool = False) -> list[Path]:
     """Catalog files named by ``paths``: a folder stands for every ``.json``/``.jsonl`` file
-    under it (sorted), a file for itself.
+    under it (sorted), a file for itself; with ``missing_ok`` a missing path is kept as it is
+    (a sync reports it as a failed source, a watcher waits for it to appear).
 
     Raises:
-        IngestError: a path that does not exist.
+        IngestError: a path that does not exist (without ``missing_ok``).
     """
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
             files.extend(sorted(p for p in path.rglob("*") if p.suffix in (".json", ".jsonl")))
-        elif path.exists():
+        elif path.exists() or missing_ok:
             files.append(path)
         else:
             raise IngestError(f"{path}: no such file or directory")

@@ -253,7 +253,7 @@ def resolve_sources(
             continue
         seen[spec.name] = spec
     return SourceSet(
-        catalogs=tuple(catalog_files([Path(p).expanduser() for p in catalogs])),
+        catalogs=tuple(catalog_files([Path(p).expanduser() for p in catalogs], missing_ok=True)),
         tool_dirs=tuple(Path(p).expanduser() for p in tools_dirs),
         servers=tuple(seen.values()),
         problems=tuple(problems),
