@@ -49,7 +49,7 @@ log = logging.getLogger("toolscout.api")
 
 API = "/api/v1"
 #: Searches running at once per process: one per core (see ``_searching``).
-SEARCH_SLOTS = max(1, os.cpu_count() or 1)
+SEARCH_SLOTS = 4 * max(1, os.cpu_count() or 1)
 T = TypeVar("T")
 
 
@@ -115,12 +115,13 @@ def _split(value: str | None) -> list[str] | None:
 
 
 async def _searching(request: Request, fn: Callable[[], T]) -> T:
-    """Run one search on a worker thread, at most ``SEARCH_SLOTS`` at a time per process.
+    """Run one search on a worker thread, at most ``search_threads`` at a time per process.
 
-    A search is CPU-bound Python + numpy + SQLite behind one store lock: more searches in flight
-    than cores only thrash (measured: 32 concurrent searches on one worker gave 30 % fewer
-    requests/s than one at a time). Waiting requests queue on the event loop instead, and the
-    other routes (health, metrics, tool reads) keep their own threads.
+    Searches in flight share the model: their query embeddings run as one batch
+    (:class:`~toolscout.embed.batching.QueryBatcher`), which costs less per query than one
+    run each. Many more in flight than that only thrash on the GIL and the store lock, so the
+    default is four per core (measured: docs/BENCHMARKS.md §4); the rest wait on the event loop,
+    and the other routes (health, metrics, tool reads) keep their own threads.
     """
     slots: anyio.CapacityLimiter | None = getattr(request.app.state, "search_slots", None)
     if slots is None:  # created lazily: a limiter belongs to the running event loop
