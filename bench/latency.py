@@ -10,10 +10,10 @@ variants beyond 7,093). Variants are near-copies of real tools; embedding 100k o
 (sigma 0.02 per dimension, renormalised: cosine ~0.9 to its base), and its lexical fields are
 built from its own text. The real tools are embedded with the real model (cached).
 
-The query-vector cache is off (every query is embedded). Short queries: the project's
-paraphrase dev set (3-12 words); long queries: toolbench_stable (20-100 words). Each mode's
-p50/p95 are measured in the same run, interleaved query by query, so load on this shared machine
-hits every mode alike: read the ratios.
+The query-vector and result caches are off (every query is embedded and searched). Short
+queries: the project's paraphrase dev set (3-12 words); long queries: toolbench_stable (20-100
+words). Each mode's p50/p95 are measured in the same run, interleaved query by query, so load
+on this shared machine hits every mode alike: read the ratios.
 """
 
 from __future__ import annotations
@@ -88,7 +88,12 @@ def search_bench(sizes: list[int], n: int) -> dict[str, object]:
     for size in sizes:
         with tempfile.TemporaryDirectory() as tmp:
             engine = Engine.open(
-                Settings(db=str(Path(tmp) / "l.db"), cache_dir=CACHE, query_cache_size=0)
+                Settings(
+                    db=str(Path(tmp) / "l.db"),
+                    cache_dir=CACHE,
+                    query_cache_size=0,
+                    result_cache_size=0,
+                )
             )
             t0 = time.perf_counter()
             build_index(engine, size)

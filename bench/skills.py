@@ -60,6 +60,7 @@ def open_engine(name: str, *, query_cache: bool = False) -> Engine:
         db=str(WORK / f"{name}.db"),
         cache_dir=str(WORK / "cache"),
         query_cache_size=4096 if query_cache else 0,
+        result_cache_size=0,  # every timed or scored search runs in full
     )
     try:
         return Engine.open(settings)
