@@ -3,6 +3,7 @@
     python bench/latency.py search --sizes 1000 10000 100000 [--queries 200]
     python bench/latency.py build --size 2000        # throughput: sorted vs unsorted batches
     python bench/latency.py memory --size 10000      # peak RSS while indexing 10k tools
+    python bench/latency.py batch                    # query embedding: alone vs batched
 
 Catalogs come from bench/catalogs.py (real tools of the three shared sets, plus server-fork
 variants beyond 7,093). Variants are near-copies of real tools; embedding 100k of them would take
@@ -166,6 +167,35 @@ def memory_bench(size: int) -> dict[str, object]:
     return out
 
 
+def batch_bench(rounds: int) -> None:
+    """Query embedding cost per query: one model call each vs batches (what QueryBatcher does
+    when searches overlap). One model thread; batch sizes interleaved round by round."""
+    from toolscout.embed.local import MiniLMEmbedder
+
+    model = MiniLMEmbedder(1)
+    short, _ = _queries()
+    sizes = (1, 4, 8, 16, 32)
+    for q in short[:32]:
+        model.embed_query([q])
+    per_query: dict[int, list[float]] = {b: [] for b in sizes}
+    for _ in range(rounds):
+        for b in sizes:
+            t0 = time.perf_counter()
+            for start in range(0, len(short), b):
+                model.embed_query(short[start : start + b])
+            per_query[b].append((time.perf_counter() - t0) * 1000 / len(short))
+    print(
+        json.dumps(
+            {
+                "queries": len(short),
+                "ms_per_query_median": {
+                    b: round(statistics.median(v), 3) for b, v in per_query.items()
+                },
+            }
+        )
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -176,8 +206,12 @@ def main() -> int:
     b.add_argument("--size", type=int, default=2000)
     m = sub.add_parser("memory")
     m.add_argument("--size", type=int, default=10000)
+    q = sub.add_parser("batch")
+    q.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    if args.cmd == "search":
+    if args.cmd == "batch":
+        batch_bench(args.rounds)
+    elif args.cmd == "search":
         search_bench(args.sizes, args.queries)
     elif args.cmd == "build":
         build_bench(args.size)
