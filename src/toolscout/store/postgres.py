@@ -38,7 +38,15 @@ from toolscout.store.postgres_conn import (
     where_sql,
 )
 from toolscout.store.postgres_enrich import PostgresEnrichments
-from toolscout.store.postgres_lexical import bm25_sql, document_terms, query_terms
+from toolscout.store.postgres_lexical import (
+    PRUNE_MAX_TERMS,
+    add_postings,
+    bm25_sql,
+    document_terms,
+    forget_postings,
+    query_terms,
+    top_bm25,
+)
 from toolscout.store.postgres_skills import PostgresSkillTables
 from toolscout.store.postgres_vector import PostgresVectorLeg
 
@@ -47,6 +55,8 @@ _TOOL_COLUMNS = (
     "t.item_type, t.server, t.source, t.category"
 )
 _GROUPABLE = {"server", "source", "item_type", "category"}
+#: Filtered counts remembered per process (a search uses a handful of distinct filters).
+_COUNT_CACHE = 512
 
 
 def _row_to_tool(row: Sequence[Any]) -> Tool:
@@ -89,6 +99,7 @@ class PostgresStore(PostgresVectorLeg, PostgresSkillTables, PostgresEnrichments)
         self._pool = open_pool(self._target, search_path)
         self._lock_key = "toolscout-write:" + self._target.schema
         self._bulk = False
+        self._counts: dict[tuple[str, str], tuple[int, int]] = {}
         try:
             ident = self.identity()
         except BaseException:
@@ -108,6 +119,8 @@ class PostgresStore(PostgresVectorLeg, PostgresSkillTables, PostgresEnrichments)
             conn.transaction(),
         ):
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self._lock_key,))
+            # Every write moves the version that per-process caches key on (count()).
+            conn.execute("UPDATE lexical_stats SET version = version + 1")
             yield conn
 
     def _query(self, sql: str, params: Sequence[Any] = (), *, binary: bool = False) -> list[Any]:
@@ -169,7 +182,7 @@ class PostgresStore(PostgresVectorLeg, PostgresSkillTables, PostgresEnrichments)
 
         The lexical running totals are kept, as FTS5 keeps them in the SQLite store."""
         with self.transaction() as conn:
-            conn.execute("TRUNCATE tool_terms, tools")
+            conn.execute("TRUNCATE tool_terms, term_stats, tools")
             conn.execute("DELETE FROM tool_skills")
             conn.execute("DELETE FROM tool_classification")
             # Skill vectors come from the old model's space: recomputed after the rebuild.
@@ -238,11 +251,14 @@ class PostgresStore(PostgresVectorLeg, PostgresSkillTables, PostgresEnrichments)
                 "doc_len = EXCLUDED.doc_len, embedding = EXCLUDED.embedding",
                 [row for row, _ in latest.values()],
             )
-            conn.execute("DELETE FROM tool_terms WHERE tool_id = ANY(%s)", (ids,))
+            forget_postings(conn, ids)
+            df: dict[str, int] = {}
             with cur.copy("COPY tool_terms (term, tool_id, doc_len, tf) FROM STDIN") as copy:
                 for row, freqs in latest.values():
                     for term, tf in freqs.items():
                         copy.write_row((term, row[0], row[12], tf))
+                        df[term] = df.get(term, 0) + 1
+            add_postings(conn, df)
             added = len(ids) - int(existing[0] if existing else 0)
             # Every write counts, as every FTS5 insert does (see postgres_lexical).
             live = conn.execute(
@@ -260,6 +276,7 @@ class PostgresStore(PostgresVectorLeg, PostgresSkillTables, PostgresEnrichments)
             return 0
         wanted = list(dict.fromkeys(ids))
         with self.transaction() as conn:
+            forget_postings(conn, wanted)
             gone = conn.execute(
                 "DELETE FROM tools WHERE id = ANY(%s) RETURNING id", (wanted,)
             ).fetchall()
@@ -303,9 +320,28 @@ class PostgresStore(PostgresVectorLeg, PostgresSkillTables, PostgresEnrichments)
         return [_row_to_tool(r) for r in rows]
 
     def count(self, filters: Filters | None = None) -> int:
-        """Raises: StoreError."""
+        """Raises: StoreError.
+
+        The whole catalog's count is the running ``live_rows`` total that every write keeps
+        exact; a filtered count is cached per process until the next write by any process
+        (``lexical_stats.version``), since a search asks for the same counts again and again
+        and ``count(*)`` over 100k rows costs milliseconds."""
         cond, params = where_sql(filters)
-        return int(self._query(f"SELECT count(*) FROM tools t WHERE {cond}", params)[0][0])
+        if cond == "true":
+            return int(self._query("SELECT live_rows FROM lexical_stats")[0][0])
+        key = (cond, repr(params))
+        version = int(self._query("SELECT version FROM lexical_stats")[0][0])
+        cached = self._counts.get(key)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        row = self._query(
+            f"SELECT (SELECT version FROM lexical_stats), count(*) FROM tools t WHERE {cond}",
+            params,
+        )[0]
+        if len(self._counts) >= _COUNT_CACHE:
+            self._counts.clear()
+        self._counts[key] = (int(row[0]), int(row[1]))
+        return int(row[1])
 
     def counts_by(self, column: str) -> dict[str, int]:
         """Raises: ValueError for a column that is not groupable (as the SQLite store)."""
@@ -330,9 +366,19 @@ class PostgresStore(PostgresVectorLeg, PostgresSkillTables, PostgresEnrichments)
         if len(w) != len(LEXICAL_FIELDS):
             raise ValueError(f"weights must have {len(LEXICAL_FIELDS)} entries")
         cond, params = where_sql(filters)
-        statement = bm25_sql(w, None if cond == "true" else cond)
-        rows = self._query(statement, [terms, *params, limit])
-        return [Scored(r[0], float(r[1])) for r in rows]
+        filter_sql = None if cond == "true" else cond
+        # The pruning's bounds need non-negative weights; chatty queries of many terms match
+        # so much of the catalog that looking terms up tool by tool costs more than it saves.
+        if any(x < 0 for x in w) or len(set(terms)) > PRUNE_MAX_TERMS:
+            rows = self._query(bm25_sql(w, filter_sql), [terms, *params, limit])
+            return [Scored(r[0], float(r[1])) for r in rows]
+        with (
+            sql_errors("lexical query", self._target),
+            self._pool.connection() as conn,
+            conn.transaction(),
+        ):
+            top = top_bm25(conn, terms, w, filter_sql, params, limit)
+        return [Scored(i, s) for i, s in top]
 
     def data_version(self) -> Hashable | None:
         """Not tracked yet: no result caching on this store."""

