@@ -366,6 +366,7 @@ class Engine(EnrichmentOps, SkillOps):
         }
 
     def close(self) -> None:
+        self.searcher.close()
         self.store.close()
 
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -33,6 +34,8 @@ from toolscout.search.text import identifier_key, query_tokens, split_sentences
 from toolscout.store.base import Store
 
 MAX_QUERY_CHARS = 1000
+#: Threads shared by all searches of one searcher for their vector legs.
+LEG_THREADS = 8
 Fusion = Literal["adaptive", "rrf", "score"]
 
 #: name, actions, enhanced, keywords, use_cases, domain, description, params
@@ -54,6 +57,9 @@ class SearchConfig:
     evidence_slope: float = 0.25
     clause_split: bool = True
     exact_name_boost: bool = True
+    #: Run the lexical and the vector leg at the same time (a search then costs about its
+    #: slower leg: on PostgreSQL both legs run on the server, each on its own connection).
+    parallel_legs: bool = True
 
 
 def check_query(query: str) -> str:
@@ -81,6 +87,12 @@ class HybridSearcher:
         self.store = store
         self.embedder = embedder
         self.config = config or SearchConfig()
+        self._legs = ThreadPoolExecutor(max_workers=LEG_THREADS, thread_name_prefix="toolscout-leg")
+
+    def close(self) -> None:
+        """Stop the leg threads (searches after this run their legs one after the other)."""
+        self._legs.shutdown(wait=True)
+        self.config = replace(self.config, parallel_legs=False)
 
     def embed_query(self, query: str) -> NDArray[np.float32]:
         """One row for a single-clause query; one row per clause (at most 8) otherwise.
@@ -132,19 +144,29 @@ class HybridSearcher:
         lexical: list[Scored] = []
         vector: list[Scored] = []
         tokens = query_tokens(text)
+
+        def vector_leg() -> list[Scored]:
+            t0 = time.perf_counter()
+            vecs = query_vectors if query_vectors is not None else self.embed_query(text)
+            timings["embed_ms"] = (time.perf_counter() - t0) * 1000
+            t0 = time.perf_counter()
+            found = self._vector_leg(vecs, n, filters)
+            timings["vector_ms"] = (time.perf_counter() - t0) * 1000
+            return found
+
+        pending: Future[list[Scored]] | None = None
+        if mode is SearchMode.HYBRID and cfg.parallel_legs:
+            pending = self._legs.submit(vector_leg)
         if mode in (SearchMode.BM25, SearchMode.HYBRID):
             t0 = time.perf_counter()
             lexical = self.store.lexical(
                 tokens, limit=n, filters=filters, weights=cfg.field_weights
             )
             timings["lexical_ms"] = (time.perf_counter() - t0) * 1000
-        if mode in (SearchMode.VECTOR, SearchMode.HYBRID):
-            t0 = time.perf_counter()
-            vecs = query_vectors if query_vectors is not None else self.embed_query(text)
-            timings["embed_ms"] = (time.perf_counter() - t0) * 1000
-            t0 = time.perf_counter()
-            vector = self._vector_leg(vecs, n, filters)
-            timings["vector_ms"] = (time.perf_counter() - t0) * 1000
+        if pending is not None:
+            vector = pending.result()
+        elif mode in (SearchMode.VECTOR, SearchMode.HYBRID):
+            vector = vector_leg()
         fused = self._fuse(mode, tokens, lexical, vector)
         fused = self._boost_exact_name(text, fused)
         lex_rank = {h.id: r for r, h in enumerate(lexical, 1)}

@@ -381,8 +381,10 @@ class PostgresStore(PostgresVectorLeg, PostgresSkillTables, PostgresEnrichments)
         return [Scored(i, s) for i, s in top]
 
     def data_version(self) -> Hashable | None:
-        """Not tracked yet: no result caching on this store."""
-        return None
+        """The write counter every write transaction bumps (shared by all processes).
+
+        Raises: StoreError."""
+        return int(self._query("SELECT version FROM lexical_stats")[0][0])
 
     def close(self) -> None:
         """Close the connection pool."""
