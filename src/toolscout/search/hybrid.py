@@ -57,8 +57,9 @@ class SearchConfig:
     evidence_slope: float = 0.25
     clause_split: bool = True
     exact_name_boost: bool = True
-    #: Run the lexical and the vector leg at the same time (a search then costs about its
-    #: slower leg: on PostgreSQL both legs run on the server, each on its own connection).
+    #: Run the lexical and the vector leg at the same time on stores that gain from it (a
+    #: search then costs about its slower leg: on PostgreSQL both legs run on the server,
+    #: each on its own connection).
     parallel_legs: bool = True
 
 
@@ -155,7 +156,7 @@ class HybridSearcher:
             return found
 
         pending: Future[list[Scored]] | None = None
-        if mode is SearchMode.HYBRID and cfg.parallel_legs:
+        if mode is SearchMode.HYBRID and cfg.parallel_legs and self.store.parallel_reads:
             pending = self._legs.submit(vector_leg)
         if mode in (SearchMode.BM25, SearchMode.HYBRID):
             t0 = time.perf_counter()

@@ -213,6 +213,9 @@ class Store(SkillStore, EnrichStore, Protocol):
     """Persistence plus the two retrieval legs. Every write is one transaction."""
 
     url: str
+    #: True when two reads can run at the same time to advantage (separate connections doing
+    #: their work in a server); the searcher then runs its two legs concurrently.
+    parallel_reads: bool
 
     def bind(self, identity: IndexIdentity) -> None:
         """Record the identity on a new index, or check it on an existing one.

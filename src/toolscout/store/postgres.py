@@ -92,6 +92,9 @@ def _check_text(tool: Tool) -> None:
 class PostgresStore(PostgresVectorLeg, PostgresSkillTables, PostgresEnrichments):
     """A :class:`~toolscout.store.base.Store` in a PostgreSQL schema (pgvector required)."""
 
+    #: Each read takes its own pooled connection and runs on the server.
+    parallel_reads = True
+
     def __init__(self, url: str) -> None:
         self._target = parse_url(url)
         self.url = self._target.display

@@ -62,6 +62,10 @@ def _dumps(value: Any) -> str | None:
 class SQLiteStore(SQLiteLexical, SQLiteSkillTables, SQLiteEnrichments):
     """A :class:`~toolscout.store.base.Store` in one SQLite file (WAL mode)."""
 
+    #: One connection behind one lock, work done in this process: concurrent legs only add
+    #: thread hand-offs (measured: +1 ms CPU per search at 10k, no faster).
+    parallel_reads = False
+
     def __init__(self, url: str) -> None:
         self.url = url
         path = url.split("sqlite:///", 1)[1] if url.startswith("sqlite:///") else url
