@@ -43,6 +43,32 @@ class Embedder(Protocol):
         ...
 
 
+class EmbedderWrapper:
+    """Base of the wrappers around a model (caches, batching): the wrapped model's name and
+    dimension, and both calls passed through; a subclass overrides what it changes."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+
+    @property
+    def name(self) -> str:
+        """The wrapped model's name (a wrapper does not change the vectors)."""
+        return self.inner.name
+
+    @property
+    def dim(self) -> int:
+        """The wrapped model's dimension."""
+        return self.inner.dim
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Raises: EmbedError (from the wrapped model)."""
+        return self.inner.embed(texts)
+
+    def embed_query(self, texts: Sequence[str]) -> Vectors:
+        """Raises: EmbedError (from the wrapped model)."""
+        return self.inner.embed_query(texts)
+
+
 def normalise_rows(matrix: NDArray[np.floating]) -> Vectors:
     """Scale each row to unit length (zero rows stay zero)."""
     m = np.asarray(matrix, dtype=np.float32)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from toolscout.embed.base import Embedder, Vectors
+from toolscout.embed.base import Embedder, EmbedderWrapper, Vectors
 
 
 @dataclass
@@ -28,29 +28,17 @@ class _Job:
     done: bool = field(default=False)
 
 
-class QueryBatcher:
+class QueryBatcher(EmbedderWrapper):
     """Embedder wrapper that batches concurrent ``embed_query`` calls (thread-safe)."""
 
     def __init__(self, inner: Embedder, max_texts: int = 32) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.max_texts = max(1, max_texts)
         self._pending: deque[_Job] = deque()
         self._cond = threading.Condition()
         self._busy = False
         self.calls = 0
         self.batches = 0
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
-
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        """Documents pass straight through. Raises: EmbedError."""
-        return self.inner.embed(texts)
 
     def embed_query(self, texts: Sequence[str]) -> Vectors:
         """The rows for ``texts``, possibly computed in one batch with other callers'.

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import numpy as np
 
-from toolscout.embed.base import Embedder, Vectors
+from toolscout.embed.base import Embedder, EmbedderWrapper, Vectors
 
 
-class CachedEmbedder:
+class CachedEmbedder(EmbedderWrapper):
     """Embedder wrapper that looks vectors up by text hash before calling the model."""
 
     def __init__(self, inner: Embedder, path: Path) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.path = path
         self.calls = 0
         self.embedded_texts = 0
@@ -30,14 +30,6 @@ class CachedEmbedder:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, v BLOB)")
         self._lock = threading.Lock()
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
 
     def _key(self, text: str) -> str:
         return hashlib.sha256(f"{self.inner.name}\x00{text}".encode()).hexdigest()
@@ -69,10 +61,6 @@ class CachedEmbedder:
             if k in found:
                 out[i] = np.frombuffer(found[k], dtype=np.float32)
         return out
-
-    def embed_query(self, texts: Sequence[str]) -> Vectors:
-        """Queries are not cached: they rarely repeat and the lookup would cost more."""
-        return self.inner.embed_query(texts)
 
     def close(self) -> None:
         with self._lock:

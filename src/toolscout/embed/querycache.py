@@ -14,33 +14,19 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from toolscout.embed.base import Embedder, Vectors
+from toolscout.embed.base import Embedder, EmbedderWrapper, Vectors
 
 
-class QueryCache:
+class QueryCache(EmbedderWrapper):
     """Embedder wrapper caching ``embed_query`` rows (LRU, thread-safe) with hit counters."""
 
     def __init__(self, inner: Embedder, size: int = 4096) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.size = max(1, size)
         self.hits = 0
         self.misses = 0
         self._rows: OrderedDict[str, Vectors] = OrderedDict()
         self._lock = threading.Lock()
-
-    @property
-    def name(self) -> str:
-        """The wrapped model's name (the cache does not change the vectors)."""
-        return self.inner.name
-
-    @property
-    def dim(self) -> int:
-        """The wrapped model's dimension."""
-        return self.inner.dim
-
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        """Raises: EmbedError (from the wrapped model)."""
-        return self.inner.embed(texts)
 
     def embed_query(self, texts: Sequence[str]) -> Vectors:
         """Cached rows for known texts, one model call for the rest.

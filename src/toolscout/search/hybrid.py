@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -88,12 +88,18 @@ class HybridSearcher:
         self.store = store
         self.embedder = embedder
         self.config = config or SearchConfig()
-        self._legs = ThreadPoolExecutor(max_workers=LEG_THREADS, thread_name_prefix="toolscout-leg")
+        # Only stores whose reads gain from overlapping get the threads.
+        self._legs = (
+            ThreadPoolExecutor(max_workers=LEG_THREADS, thread_name_prefix="toolscout-leg")
+            if store.parallel_reads
+            else None
+        )
 
     def close(self) -> None:
         """Stop the leg threads (searches after this run their legs one after the other)."""
-        self._legs.shutdown(wait=True)
-        self.config = replace(self.config, parallel_legs=False)
+        if self._legs is not None:
+            self._legs.shutdown(wait=True)
+            self._legs = None
 
     def embed_query(self, query: str) -> NDArray[np.float32]:
         """One row for a single-clause query; one row per clause (at most 8) otherwise.
@@ -156,7 +162,7 @@ class HybridSearcher:
             return found
 
         pending: Future[list[Scored]] | None = None
-        if mode is SearchMode.HYBRID and cfg.parallel_legs and self.store.parallel_reads:
+        if mode is SearchMode.HYBRID and cfg.parallel_legs and self._legs is not None:
             pending = self._legs.submit(vector_leg)
         if mode in (SearchMode.BM25, SearchMode.HYBRID):
             t0 = time.perf_counter()
