@@ -52,6 +52,11 @@ class Settings(BaseSettings):
     embed_dim: int | None = None
     embed_threads: int | None = None
     embed_cache: bool = True
+    query_encoder: Literal["int8", "exact"] = Field(
+        default="int8",
+        description="local model only: embed queries with its int8 re-quantisation (~2.4x "
+        "faster, same quality; docs/BENCHMARKS.md §4) or with the exact graph tool texts use",
+    )
     blas_threads: int | None = Field(
         default=1,
         ge=1,

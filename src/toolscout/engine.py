@@ -138,6 +138,8 @@ class Engine(EnrichmentOps, SkillOps):
             base_url=s.embed_base_url,
             api_key=s.embed_api_key,
             dim=s.embed_dim,
+            query_encoder=s.query_encoder,
+            cache_dir=Path(s.cache_dir),
         )
         if s.embed_cache:
             embedder = CachedEmbedder(embedder, Path(s.cache_dir) / "vectors.sqlite")

@@ -8,6 +8,7 @@ embedding provider pydantic-ai knows (``openai:text-embedding-3-small``, ``coher
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -85,6 +86,8 @@ def open_embedder(
     base_url: str | None = None,
     api_key: str | None = None,
     dim: int | None = None,
+    query_encoder: str = "int8",
+    cache_dir: Path | None = None,
 ) -> Embedder:
     """Build the embedder named by ``spec``.
 
@@ -101,7 +104,12 @@ def open_embedder(
     if provider == "local":
         from toolscout.embed.local import load_local
 
-        return load_local(model, threads=threads)
+        return load_local(
+            model,
+            threads=threads,
+            query_encoder=query_encoder,  # type: ignore[arg-type]  # load_local validates it
+            cache_dir=cache_dir,
+        )
     from toolscout.embed.remote import RemoteEmbedder
 
     return RemoteEmbedder(spec, base_url=base_url, api_key=api_key, dim=dim)
