@@ -3,6 +3,7 @@
     python bench/http_load.py --db /tmp/bench10k.db [--duration 30] [--connections 1,32,128]
         [--query-set short|long] [--mix cycle|zipf]
         [--config "cold:workers=2,cache=0,results=0" --config "w2:workers=2,threads=4"]
+        [--config "exact:workers=2,encoder=exact"]
 
 For each server configuration (workers, event loop, search threads per worker, query-vector
 cache size, result cache size) it starts ``toolscout serve`` on a free loopback port, waits for
@@ -108,6 +109,7 @@ class ServerConfig:
     cache: int = 4096
     results: int = 1024
     threads: int = 0  # search threads per worker (0: the server's default, one per core)
+    encoder: str = "int8"  # query encoder (int8: the default; exact: the packaged graph)
 
 
 def parse_config(text: str) -> ServerConfig:
@@ -115,7 +117,7 @@ def parse_config(text: str) -> ServerConfig:
     fields: dict[str, Any] = {}
     for part in filter(None, spec.split(",")):
         key, _, value = part.partition("=")
-        fields[key] = value if key == "loop" else int(value)
+        fields[key] = value if key in ("loop", "encoder") else int(value)
     return ServerConfig(label=label, **fields)
 
 
@@ -170,6 +172,7 @@ def start_server(db: str, cfg: ServerConfig, port: int) -> subprocess.Popen[byte
         TOOLSCOUT_QUERY_CACHE_SIZE=str(cfg.cache),
         TOOLSCOUT_RESULT_CACHE_SIZE=str(cfg.results),
         TOOLSCOUT_EMBED_THREADS="1",
+        TOOLSCOUT_QUERY_ENCODER=cfg.encoder,
     )
     if cfg.threads:
         env["TOOLSCOUT_SEARCH_THREADS"] = str(cfg.threads)
