@@ -3,7 +3,7 @@
     python bench/latency.py search --sizes 1000 10000 100000 [--queries 200]
     python bench/latency.py build --size 2000        # throughput: sorted vs unsorted batches
     python bench/latency.py memory --size 10000      # peak RSS while indexing 10k tools
-    python bench/latency.py batch                    # query embedding: alone vs batched
+    python bench/latency.py batch                    # query embedding: exact alone/batched, int8
 
 Catalogs come from bench/catalogs.py (real tools of the three shared sets, plus server-fork
 variants beyond 7,093). Variants are near-copies of real tools; embedding 100k of them would take
@@ -132,7 +132,7 @@ def build_bench(size: int) -> dict[str, object]:
     sorted_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     for start in range(0, len(texts), 32):
-        embedder._batch(texts[start : start + 32])  # type: ignore[attr-defined]
+        embedder._batch(texts[start : start + 32], embedder._session)  # type: ignore[attr-defined]
     unsorted_s = time.perf_counter() - t0
     out = {
         "tools": size,
@@ -168,29 +168,38 @@ def memory_bench(size: int) -> dict[str, object]:
 
 
 def batch_bench(rounds: int) -> None:
-    """Query embedding cost per query: one model call each vs batches (what QueryBatcher does
-    when searches overlap). One model thread; batch sizes interleaved round by round."""
-    from toolscout.embed.local import MiniLMEmbedder
+    """Query embedding cost per query, one model thread: the exact (packaged) graph one query
+    per call vs batches (what QueryBatcher does when searches overlap), and the default int8
+    query graph (one query per call, see MiniLMEmbedder.embed_query). Interleaved round by
+    round, so load on this shared machine hits every variant alike."""
+    from toolscout.embed.local import load_local
 
-    model = MiniLMEmbedder(1)
+    exact = load_local("minilm-l6-int8", threads=1, query_encoder="exact")
+    fast = load_local("minilm-l6-int8", threads=1, query_encoder="int8")
     short, _ = _queries()
     sizes = (1, 4, 8, 16, 32)
     for q in short[:32]:
-        model.embed_query([q])
-    per_query: dict[int, list[float]] = {b: [] for b in sizes}
+        exact.embed_query([q])
+        fast.embed_query([q])
+    per_query: dict[str, list[float]] = {f"exact_b{b}": [] for b in sizes}
+    per_query["int8"] = []
     for _ in range(rounds):
         for b in sizes:
             t0 = time.perf_counter()
             for start in range(0, len(short), b):
-                model.embed_query(short[start : start + b])
-            per_query[b].append((time.perf_counter() - t0) * 1000 / len(short))
+                exact.embed_query(short[start : start + b])
+            per_query[f"exact_b{b}"].append((time.perf_counter() - t0) * 1000 / len(short))
+        t0 = time.perf_counter()
+        fast.embed_query(short)
+        per_query["int8"].append((time.perf_counter() - t0) * 1000 / len(short))
+    medians = {k: round(statistics.median(v), 3) for k, v in per_query.items()}
+    base = medians["exact_b1"]
     print(
         json.dumps(
             {
                 "queries": len(short),
-                "ms_per_query_median": {
-                    b: round(statistics.median(v), 3) for b, v in per_query.items()
-                },
+                "ms_per_query_median": medians,
+                "speedup_vs_exact_alone": {k: round(base / v, 2) for k, v in medians.items()},
             }
         )
     )

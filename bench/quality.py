@@ -1,6 +1,7 @@
 """Retrieval quality of toolscout's modes beside three peers, all measured in one run.
 
     python bench/quality.py [--sets toolbench_stable seal_tools livemcp_paraphrase]
+        [--query-encoder int8|exact]
 
 Peers (built on the same peer text for every tool: name + split name + server + category +
 description + parameter names and descriptions, as in ../shared/bench/README.md):
@@ -130,12 +131,16 @@ def split_of(name: str, q: Query) -> str:
     return "tuned" if int(q.id.lstrip("p")) % 2 == 1 else "held_out"
 
 
-def run_set(name: str, out: Path, cache_dir: str) -> dict[str, dict[str, dict[str, float]]]:
+def run_set(
+    name: str, out: Path, cache_dir: str, query_encoder: str = "int8"
+) -> dict[str, dict[str, dict[str, float]]]:
     tools_path, qdir = SETS[name]
     queries = load_queries(qdir / "queries.jsonl")
     loaded = CatalogFile(tools_path, source=name).read()
     with tempfile.TemporaryDirectory() as tmp:
-        engine = Engine.open(Settings(db=str(Path(tmp) / "q.db"), cache_dir=cache_dir))
+        engine = Engine.open(
+            Settings(db=str(Path(tmp) / "q.db"), cache_dir=cache_dir, query_encoder=query_encoder)
+        )
         engine.index([loaded])
         systems = {**peers(engine, loaded.tools), **ours(engine)}
         results: dict[str, dict[str, dict[str, float]]] = {}
@@ -169,8 +174,11 @@ def main() -> int:
     parser.add_argument("--sets", nargs="+", default=list(SETS))
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
     parser.add_argument("--cache-dir", default=str(Path.home() / ".cache" / "toolscout"))
+    parser.add_argument("--query-encoder", choices=("int8", "exact"), default="int8")
     args = parser.parse_args()
-    report = {name: run_set(name, args.out, args.cache_dir) for name in args.sets}
+    report = {
+        name: run_set(name, args.out, args.cache_dir, args.query_encoder) for name in args.sets
+    }
     (args.out / "quality.json").write_text(json.dumps(report, indent=1))
     return 0
 
