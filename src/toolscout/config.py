@@ -70,7 +70,8 @@ class Settings(BaseSettings):
         default=None,
         ge=1,
         le=256,
-        description="searches run at once per server process (None: four per core)",
+        description="searches run at once per server process (None: one per core with the "
+        "local int8 query encoder, four per core otherwise)",
     )
     result_cache_size: int = Field(
         default=1024, ge=0, description="finished searches kept until the index changes (0: off)"

@@ -88,3 +88,19 @@ def test_the_cache_can_be_turned_off(tmp_path: Path, vector_cache: Path) -> None
         assert eng.result_cache_stats() is None
     finally:
         eng.close()
+
+
+def test_cached_find_answers_only_from_the_cache_and_never_searches(
+    engine: Engine, tmp_path: Path
+) -> None:
+    catalog = _write(tmp_path / "c.json", TOOLS)
+    engine.index([CatalogFile(catalog).read()])
+    req = HierarchicalRequest(query="open a bug report", strategy="direct")
+    assert engine.cached_find(req) is None
+    assert engine.result_cache_stats() == {"hits": 0, "misses": 1, "entries": 0}
+    found = engine.find(req)
+    cached = engine.cached_find(req)
+    assert cached is not None and cached.metadata["cached"] is True
+    assert [t.tool.id for t in cached.tools] == [t.tool.id for t in found.tools]
+    engine.index([CatalogFile(_write(catalog, [*TOOLS, NEW])).read()])
+    assert engine.cached_find(req) is None  # a write drops it here too

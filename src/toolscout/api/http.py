@@ -48,8 +48,9 @@ from toolscout.models import HierarchicalRequest, ItemType, SearchMode
 log = logging.getLogger("toolscout.api")
 
 API = "/api/v1"
-#: Searches running at once per process: one per core (see ``_searching``).
-SEARCH_SLOTS = 4 * max(1, os.cpu_count() or 1)
+#: Searches running at once per process (see ``_searching``): one per core with the default
+#: local int8 query encoder, four per core when queries batch (exact encoder, remote models).
+CORES = max(1, os.cpu_count() or 1)
 T = TypeVar("T")
 
 
@@ -117,11 +118,12 @@ def _split(value: str | None) -> list[str] | None:
 async def _searching(request: Request, fn: Callable[[], T]) -> T:
     """Run one search on a worker thread, at most ``search_threads`` at a time per process.
 
-    Searches in flight share the model: their query embeddings run as one batch
-    (:class:`~toolscout.embed.batching.QueryBatcher`), which costs less per query than one
-    run each. Many more in flight than that only thrash on the GIL and the store lock, so the
-    default is four per core (measured: docs/BENCHMARKS.md §4); the rest wait on the event loop,
-    and the other routes (health, metrics, tool reads) keep their own threads.
+    With the exact query encoder, searches in flight share the model: their query embeddings
+    run as one batch (:class:`~toolscout.embed.batching.QueryBatcher`), which costs less per
+    query than one run each, so four per core run at once. The default int8 encoder embeds one
+    query per call (no batch to gain), and more searches in flight than cores only thrash on the
+    GIL and the store lock: one per core (measured: docs/BENCHMARKS.md §4). The rest wait on
+    the event loop; the other routes (health, metrics, tool reads) keep their own threads.
     """
     slots: anyio.CapacityLimiter | None = getattr(request.app.state, "search_slots", None)
     if slots is None:  # created lazily: a limiter belongs to the running event loop
@@ -135,7 +137,11 @@ def _search_routes(app: FastAPI) -> None:
     async def search(body: SearchRequest, engine: EngineDep, request: Request) -> SearchResponse:
         """Hierarchical search: skills first, then tools inside them (the search contract)."""
         req = HierarchicalRequest(**body.model_dump())
-        result = await _searching(request, partial(engine.find, req))
+        # A repeated request is answered from the result cache without waiting for a search
+        # slot (the lookup reads the store's data version, so it runs off the event loop).
+        result = await anyio.to_thread.run_sync(engine.cached_find, req)
+        if result is None:
+            result = await _searching(request, partial(engine.find, req))
         metrics: Metrics = request.app.state.metrics
         metrics.observe_stages(result.metadata.get("stage_ms", {}))
         return SearchResponse(
@@ -301,7 +307,10 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.engine = engine
-    app.state.search_slot_count = s.search_threads or SEARCH_SLOTS
+    one_query_per_call = s.query_encoder == "int8" and s.embed_model.startswith("local:")
+    app.state.search_slot_count = s.search_threads or (
+        CORES if one_query_per_call else 4 * CORES
+    )
     app.state.policy = KeyPolicy(api_key=s.api_key, read_key=s.read_key)
     app.state.metrics = Metrics()
     app.state.jobs = JobRunner()

@@ -6,7 +6,7 @@ These are the calls every edge makes for skills and hierarchical search: ``find`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -83,17 +83,37 @@ class SkillOps:
         """
         req = validate(request)
         hs = self.skill_manager.hierarchical
-        cache = self.result_cache
-        # The ranking configuration is part of the key: callers may swap it at run time.
-        key = ("find", req, hs.searcher.config, hs.safety_net)
-        cached, version = cache.lookup(key) if cache is not None else (None, None)
-        if cached is not None:
-            hit: HierarchicalResult = cached
-            return replace(hit, metadata={**hit.metadata, "cached": True})
+        key = self._find_key(req)
+        hit, version = self._cached(key)
+        if hit is not None:
+            return hit
         result = hs.find(req)
-        if cache is not None:
-            cache.store(key, version, replace(result, metadata=dict(result.metadata)))
+        if self.result_cache is not None:
+            self.result_cache.store(key, version, replace(result, metadata=dict(result.metadata)))
         return result
+
+    def cached_find(self, request: HierarchicalRequest) -> HierarchicalResult | None:
+        """The answer ``find`` would give from the result cache alone, or None (no search
+        runs). Servers ask this first, so repeated requests never queue behind new ones.
+
+        Raises:
+            QueryError: naming the invalid field.
+        """
+        return self._cached(self._find_key(validate(request)))[0]
+
+    def _find_key(self, req: HierarchicalRequest) -> Hashable:
+        hs = self.skill_manager.hierarchical
+        # The ranking configuration is part of the key: callers may swap it at run time.
+        return ("find", req, hs.searcher.config, hs.safety_net)
+
+    def _cached(self, key: Hashable) -> tuple[HierarchicalResult | None, Hashable | None]:
+        if self.result_cache is None:
+            return None, None
+        cached, version = self.result_cache.lookup(key)
+        if cached is None:
+            return None, version
+        hit: HierarchicalResult = cached
+        return replace(hit, metadata={**hit.metadata, "cached": True}), version
 
     def match_skills(
         self, query: str, *, limit: int = 5, threshold: float = 0.4
