@@ -308,9 +308,7 @@ def create_app(
     )
     app.state.engine = engine
     one_query_per_call = s.query_encoder == "int8" and s.embed_model.startswith("local:")
-    app.state.search_slot_count = s.search_threads or (
-        CORES if one_query_per_call else 4 * CORES
-    )
+    app.state.search_slot_count = s.search_threads or (CORES if one_query_per_call else 4 * CORES)
     app.state.policy = KeyPolicy(api_key=s.api_key, read_key=s.read_key)
     app.state.metrics = Metrics()
     app.state.jobs = JobRunner()
