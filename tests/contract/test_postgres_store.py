@@ -168,7 +168,8 @@ def test_hnsw_answers_like_the_exact_scan(pg_url: str, url_with: Callable[..., s
         with approximate._pool.connection() as conn, conn.transaction():
             conn.execute("SET LOCAL enable_seqscan = off")
             plan = conn.execute(
-                "EXPLAIN SELECT id FROM tools ORDER BY embedding <=> %b LIMIT 20",
+                "EXPLAIN SELECT id FROM tools "
+                "ORDER BY embedding::halfvec(8) <=> %b::halfvec(8) LIMIT 20",
                 [np.ones(8, dtype=np.float32)],
             ).fetchall()
         assert any("tools_embedding_hnsw" in row[0] for row in plan)
