@@ -240,3 +240,13 @@ def test_stores_agree_on_bm25_after_updates_and_deletes(
     finally:
         pg.close()
         lite.close()
+
+
+def test_a_pgvector_without_halfvec_is_refused_with_the_fix() -> None:
+    from toolscout.store.postgres_conn import check_pgvector_version, parse_url
+
+    target = parse_url("postgresql://u@localhost:5432/db")
+    with pytest.raises(StoreError, match=r"pgvector 0\.6\.2.*ALTER EXTENSION vector UPDATE"):
+        check_pgvector_version("0.6.2", target)
+    check_pgvector_version("0.7.0", target)
+    check_pgvector_version("0.8.1", target)

@@ -13,6 +13,7 @@ share one database); ``ef_search`` and ``exact_below`` tune the vector leg (see
 
 from __future__ import annotations
 
+import re
 import struct
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -40,9 +41,10 @@ _INT_OPTIONS = {
     "pool_min": 1,
     "pool_max": 10,
     "statement_timeout_ms": 30_000,
-    # recall@10 vs exact at 100k near-duplicate-heavy tools: 0.95 at 200, 0.97 at 400, 0.99
-    # at 800 (docs/BENCHMARKS.md section 7); the cost grows far less than the recall.
-    "ef_search": 800,
+    # recall@10 vs exact at 100k near-duplicate-heavy tools, half-precision graph: 0.961 at
+    # 400, 0.979 at 800, 0.9885 at 1000 (pgvector's maximum) for short queries, in 9 ms
+    # (docs/BENCHMARKS.md section 7); the float32 graph needed 13 ms at 800 for 0.9835.
+    "ef_search": 1000,
     "exact_below": 2_000,
 }
 
@@ -185,12 +187,28 @@ def connect_once(target: PgTarget) -> Conn:
         ) from exc
 
 
+#: The HNSW index is built over ``halfvec`` (store/postgres_vector.py), new in pgvector 0.7.
+MIN_PGVECTOR = (0, 7)
+
+
+def check_pgvector_version(version: str, target: PgTarget) -> None:
+    """Raises: StoreError naming the fix when ``version`` is older than ``MIN_PGVECTOR``."""
+    parts = tuple(int(p) for p in re.findall(r"\d+", version)[:2])
+    if parts and parts < MIN_PGVECTOR:
+        raise StoreError(
+            f"PostgreSQL at {target.display} has pgvector {version}; toolscout needs 0.7 or "
+            f"newer (its HNSW index is over halfvec). Install a newer pgvector on the server, "
+            f"then run `ALTER EXTENSION vector UPDATE;` in the database."
+        )
+
+
 def _ensure_vector(conn: Conn, target: PgTarget) -> str:
     row = conn.execute(
-        "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
-        "WHERE e.extname = 'vector'"
+        "SELECT n.nspname, e.extversion FROM pg_extension e "
+        "JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
     ).fetchone()
     if row is not None:
+        check_pgvector_version(str(row[1]), target)
         return str(row[0])
     db = conn.info.dbname
     try:
