@@ -6,7 +6,8 @@ Builds the catalog of bench/postgres.py (same entries, same vectors) in an embed
 and in a SQLite file, then for each store starts ``toolscout serve --workers 2`` and drives
 ``GET /api/v1/search?query=...&limit=10`` (hybrid) with ``wrk`` (Debian package) at the given
 number of connections, rotating over 200 shared-set queries. Each worker keeps a query-vector
-cache, so after the first pass the figure is the search itself, not the embedding model.
+cache, so after the first pass the figure is the search itself, not the embedding model; the
+result cache is off (it would answer every request after the warm-up without the store).
 Results print as Markdown and land in bench/out/postgres_serve.json.
 """
 
@@ -71,7 +72,14 @@ def wait_healthy(port: int, timeout: float = 120.0) -> None:
 
 def drive(db: str, paths: list[str], args: argparse.Namespace, workdir: Path) -> dict[str, str]:
     port = free_port()
-    env = {**os.environ, "TOOLSCOUT_DB": db, "TOOLSCOUT_ENRICH": "none"}
+    # The result cache is off: with it, every request after the warm-up would be a cache hit
+    # and the figure would not touch the store.
+    env = {
+        **os.environ,
+        "TOOLSCOUT_DB": db,
+        "TOOLSCOUT_ENRICH": "none",
+        "TOOLSCOUT_RESULT_CACHE_SIZE": "0",
+    }
     cmd = ["toolscout", "serve", "--workers", "2", "--port", str(port), "--log-level", "warning"]
     server = subprocess.Popen(cmd, env=env)
     try:
