@@ -41,6 +41,7 @@ _INT_OPTIONS = {
     "pool_min": 1,
     "pool_max": 10,
     "statement_timeout_ms": 30_000,
+    # The most HNSW search breadth used; a search uses one per hundred tools within [400, this].
     # recall@10 vs exact at 100k near-duplicate-heavy tools, half-precision graph: 0.961 at
     # 400, 0.979 at 800, 0.9885 at 1000 (pgvector's maximum) for short queries, in 9 ms
     # (docs/BENCHMARKS.md section 7); the float32 graph needed 13 ms at 800 for 0.9835.

@@ -24,6 +24,8 @@ from toolscout.store.postgres_conn import Conn, PgTarget, sql_errors, where_sql
 #: which can swap near-duplicates by ~1e-3, and equal scores at the cut must still break by
 #: id. 10 extra gave recall@10 0.979 at 100k tools, 40 extra 0.98+ (docs/BENCHMARKS.md §7).
 _RERANK_MARGIN = 40
+#: The smallest HNSW search breadth used (see ``_ef_search``).
+_MIN_EF = 400
 
 
 #: The graph indexes the vectors rounded to half precision (``halfvec``): the same recall as a
@@ -110,17 +112,25 @@ class PostgresVectorLeg:
                     )
                 )
 
-    def _exact_scan(self, cond: str, params: list[Any]) -> bool:
-        """True when few enough rows pass the filters for an exact scan to be cheap."""
+    def _scan_plan(self, cond: str, params: list[Any]) -> tuple[bool, int]:
+        """Whether few enough rows pass the filters for an exact scan to be cheap, and how
+        many tools the graph holds."""
         cap = self._target.exact_below
+        live = int(self._query("SELECT live_rows FROM lexical_stats")[0][0])
         if cond == "true":
-            rows = self._query("SELECT live_rows FROM lexical_stats")
-            return int(rows[0][0]) <= cap
+            return live <= cap, live
         rows = self._query(
             f"SELECT count(*) FROM (SELECT 1 FROM tools t WHERE {cond} LIMIT %s) s",
             [*params, cap + 1],
         )
-        return int(rows[0][0]) <= cap
+        return int(rows[0][0]) <= cap, live
+
+    def _ef_search(self, live: int, want: int) -> int:
+        """The graph's search breadth: one per hundred tools, within [400, ef_search]. At 10k
+        tools 400 already finds the exact top 10; at 100k near-duplicate-heavy tools recall@10
+        needs 1000 (docs/BENCHMARKS.md section 7)."""
+        cap = self._target.ef_search
+        return max(want, min(cap, max(_MIN_EF, live // 100)))
 
     def nearest(
         self, vector: NDArray[np.float32], *, limit: int, filters: Filters | None = None
@@ -142,7 +152,8 @@ class PostgresVectorLeg:
         if queries.shape[1] != dim:
             raise StoreError(f"query vector has dimension {queries.shape[1]}, index wants {dim}")
         cond, params = where_sql(filters)
-        if self._exact_scan(cond, params):
+        exact, live = self._scan_plan(cond, params)
+        if exact:
             # A second sort key keeps the planner off the HNSW index: an exact scan.
             statement = (
                 f"SELECT t.id, 1 - (t.embedding <=> %b) AS s FROM tools t "
@@ -159,7 +170,7 @@ class PostgresVectorLeg:
                 f"ORDER BY t.embedding::{half} <=> %b::{half} LIMIT %s"
             )
             want = limit + _RERANK_MARGIN
-            settings = str(max(want, self._target.ef_search))
+            settings = str(self._ef_search(live, want))
         out: list[list[Scored]] = []
         with (
             sql_errors("vector query", self._target),
