@@ -7,9 +7,10 @@ It answers every :class:`~toolscout.store.base.Store` call the way the embedded 
 * vector leg: a ``vector(dim)`` column with an HNSW cosine index. When the rows a query can
   reach are few (``exact_below``, default 2000) the scan is exact, like the SQLite store's;
   above that HNSW answers, with ``hnsw.ef_search`` one per hundred tools (from 400 up to
-  the ``ef_search`` option, 1000) and iterative scans for filtered queries. The graph indexes half-precision copies of the vectors (``halfvec``,
-  pgvector >= 0.7); extra candidates are fetched, re-scored with the exact cosine and
-  re-sorted, so scores are exact and ties break by id.
+  the ``ef_search`` option, 1000) and iterative scans for filtered queries. The graph
+  indexes half-precision copies of the vectors (``halfvec``, pgvector >= 0.7); extra
+  candidates are fetched, re-scored with the exact cosine and re-sorted, so scores are
+  exact and ties break by id.
   The index itself is built when the table first outgrows ``exact_below`` (or at the end of
   a ``bulk()`` load).
 
