@@ -364,12 +364,24 @@ class Engine(EnrichmentOps, SkillOps):
             "embedder": ident.embedder if ident else None,
             "dim": ident.dim if ident else None,
             "analyzer": ident.analyzer if ident else None,
+            "query_encoder": _query_encoder(self.embedder),
             "fusion": self.searcher.config.fusion,
         }
 
     def close(self) -> None:
         self.searcher.close()
         self.store.close()
+
+
+def _query_encoder(embedder: Embedder) -> str | None:
+    """``int8`` or ``exact`` for the local model (through its wrappers), None otherwise."""
+    inner: object = embedder
+    while inner is not None:
+        found = getattr(inner, "query_encoder", None)
+        if isinstance(found, str):
+            return found
+        inner = getattr(inner, "inner", None)
+    return None
 
 
 def _parse_mode(mode: SearchMode | str) -> SearchMode:

@@ -43,6 +43,9 @@ def test_index_search_info_round_trip(tmp_path: Path) -> None:
     assert payload["hits"][0]["id"] == "weather::get_forecast"
     info = _run("info", "--json", env={"TOOLSCOUT_DB": db})
     assert json.loads(info.stdout)["tools"] == 3
+    assert json.loads(info.stdout)["query_encoder"] == "int8"
+    exact = _run("info", "--json", env={"TOOLSCOUT_DB": db, "TOOLSCOUT_QUERY_ENCODER": "exact"})
+    assert json.loads(exact.stdout)["query_encoder"] == "exact"
 
 
 def test_user_errors_print_a_message_and_exit_non_zero(tmp_path: Path) -> None:
