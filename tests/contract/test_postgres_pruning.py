@@ -52,7 +52,7 @@ def exhaustive(
 ) -> list[tuple[str, float]]:
     cond, params = where_sql(filters)
     sql = bm25_sql(list(WEIGHTS), None if cond == "true" else cond)
-    rows = store._query(sql, [query_terms(tokens), *params, limit])
+    rows = store._query(sql, [query_terms(tokens), *params, limit, limit])
     return [(r[0], float(r[1])) for r in rows]
 
 
@@ -76,7 +76,7 @@ def test_pruned_bm25_returns_exactly_the_exhaustive_top_k(zipf_store: PostgresSt
 
 def test_document_frequencies_follow_updates_and_deletes(zipf_store: PostgresStore) -> None:
     stats = dict(zipf_store._query("SELECT term, df FROM term_stats WHERE df > 0"))
-    counted = dict(zipf_store._query("SELECT term, count(*) FROM tool_terms GROUP BY term"))
+    counted = dict(zipf_store._query("SELECT term, count(*) FROM postings GROUP BY term"))
     assert stats == counted
     zipf_store.reset()
     assert zipf_store._query("SELECT count(*) FROM term_stats")[0][0] == 0

@@ -136,7 +136,7 @@ def test_concurrent_writers_neither_duplicate_nor_lose_tools(pg_url: str) -> Non
         assert stores[0].count() == 60
         stats = stores[0]._query("SELECT rows_indexed, live_rows FROM lexical_stats")[0]
         assert tuple(stats) == (600, 60)
-        terms = stores[0]._query("SELECT count(*) FROM tool_terms WHERE term = 'common'")[0][0]
+        terms = stores[0]._query("SELECT count(*) FROM postings WHERE term = 'common'")[0][0]
         assert terms == 60
     finally:
         for s in stores:
@@ -250,36 +250,3 @@ def test_a_pgvector_without_halfvec_is_refused_with_the_fix() -> None:
         check_pgvector_version("0.6.2", target)
     check_pgvector_version("0.7.0", target)
     check_pgvector_version("0.8.1", target)
-
-
-def test_schema_4_rebuilds_a_float_graph_over_half_precision_vectors(
-    pg_url: str, url_with: Callable[..., str]
-) -> None:
-    store = PostgresStore(url_with(pg_url, exact_below=10))
-    store.bind(IDENTITY)
-    rng = np.random.default_rng(5)
-    entries = [make_entry(i, rng) for i in range(40)]
-    store.upsert(entries)
-    # Put the index back as schema 3 left it: a float32 graph, schema version 3.
-    with store._pool.connection() as conn, conn.transaction():
-        conn.execute("DROP INDEX tools_embedding_hnsw")
-        conn.execute(
-            "CREATE INDEX tools_embedding_hnsw ON tools USING hnsw "
-            "(embedding vector_cosine_ops) WITH (m = 16, ef_construction = 200)"
-        )
-        conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
-    store.close()
-    reopened = PostgresStore(url_with(pg_url, exact_below=10))
-    try:
-        with reopened._pool.connection() as conn:
-            (definition,) = conn.execute(
-                "SELECT indexdef FROM pg_indexes WHERE indexname = 'tools_embedding_hnsw' "
-                "AND schemaname = current_schema()"
-            ).fetchone() or ("",)
-            version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'")
-            assert int(version.fetchone()[0]) >= 4
-        assert "halfvec(8)" in definition and "halfvec_cosine_ops" in definition
-        q = entries[7].vector
-        assert reopened.nearest(q, limit=3)[0].id == entries[7].tool.id
-    finally:
-        reopened.close()

@@ -3,7 +3,7 @@
 It answers every :class:`~toolscout.store.base.Store` call the way the embedded SQLite store does
 (tests/contract proves it on one suite and a congruence test):
 
-* lexical leg: FTS5's bm25 recomputed over a ``tool_terms`` table (see ``postgres_lexical``);
+* lexical leg: FTS5's bm25 recomputed over a ``postings`` table (see ``postgres_lexical``);
 * vector leg: a ``vector(dim)`` column with an HNSW cosine index. When the rows a query can
   reach are few (``exact_below``, default 2000) the scan is exact, like the SQLite store's;
   above that HNSW answers, with ``hnsw.ef_search`` one per hundred tools (from 400 up to
@@ -42,6 +42,7 @@ from toolscout.store.postgres_conn import (
 )
 from toolscout.store.postgres_enrich import PostgresEnrichments
 from toolscout.store.postgres_lexical import (
+    COPY_POSTINGS,
     PRUNE_MAX_TERMS,
     add_postings,
     bm25_sql,
@@ -188,7 +189,7 @@ class PostgresStore(PostgresVectorLeg, PostgresSkillTables, PostgresEnrichments)
 
         The lexical running totals are kept, as FTS5 keeps them in the SQLite store."""
         with self.transaction() as conn:
-            conn.execute("TRUNCATE tool_terms, term_stats, tools")
+            conn.execute("TRUNCATE postings, term_stats, tools")
             conn.execute("DELETE FROM tool_skills")
             conn.execute("DELETE FROM tool_classification")
             # Skill vectors come from the old model's space: recomputed after the rebuild.
@@ -244,6 +245,7 @@ class PostgresStore(PostgresVectorLeg, PostgresSkillTables, PostgresEnrichments)
                 "SELECT count(*) FROM tools WHERE id = ANY(%s)", (ids,)
             ).fetchone()
             cur = conn.cursor()
+            docs: dict[str, int] = {}
             cur.executemany(
                 "INSERT INTO tools(id, name, description, input_schema, output_schema, "
                 "annotations, item_type, server, source, category, content_hash, text_hash, "
@@ -254,15 +256,22 @@ class PostgresStore(PostgresVectorLeg, PostgresSkillTables, PostgresEnrichments)
                 "item_type = EXCLUDED.item_type, server = EXCLUDED.server, "
                 "source = EXCLUDED.source, category = EXCLUDED.category, "
                 "content_hash = EXCLUDED.content_hash, text_hash = EXCLUDED.text_hash, "
-                "doc_len = EXCLUDED.doc_len, embedding = EXCLUDED.embedding",
+                "doc_len = EXCLUDED.doc_len, embedding = EXCLUDED.embedding RETURNING id, doc",
                 [row for row, _ in latest.values()],
+                returning=True,
             )
+            while True:  # one result set per row; an updated tool keeps its doc
+                for tool_id, doc in cur.fetchall():
+                    docs[tool_id] = int(doc)
+                if not cur.nextset():
+                    break
             forget_postings(conn, ids)
             df: dict[str, int] = {}
-            with cur.copy("COPY tool_terms (term, tool_id, doc_len, tf) FROM STDIN") as copy:
+            with cur.copy(COPY_POSTINGS) as copy:
                 for row, freqs in latest.values():
+                    doc = docs[row[0]]
                     for term, tf in freqs.items():
-                        copy.write_row((term, row[0], row[12], tf))
+                        copy.write_row((term, doc, row[12], *tf))
                         df[term] = df.get(term, 0) + 1
             add_postings(conn, df)
             added = len(ids) - int(existing[0] if existing else 0)
@@ -376,7 +385,7 @@ class PostgresStore(PostgresVectorLeg, PostgresSkillTables, PostgresEnrichments)
         # The pruning's bounds need non-negative weights; chatty queries of many terms match
         # so much of the catalog that looking terms up tool by tool costs more than it saves.
         if any(x < 0 for x in w) or len(set(terms)) > PRUNE_MAX_TERMS:
-            rows = self._query(bm25_sql(w, filter_sql), [terms, *params, limit])
+            rows = self._query(bm25_sql(w, filter_sql), [terms, *params, limit, limit])
             return [Scored(r[0], float(r[1])) for r in rows]
         with (
             sql_errors("lexical query", self._target),

@@ -2,16 +2,19 @@
 
 Why not ``tsvector``/``ts_rank``: ``ts_rank`` is not BM25, and ``setweight`` has four weight
 classes for our eight fields, so no choice of weights makes PostgreSQL's ranking match the
-embedded store's. Instead every tool's analysed fields are kept as rows of ``tool_terms``
-(term, tool, token count, term frequency per field) and one SQL statement evaluates FTS5's
-formula over them, operation by operation in the same order as ``fts5_aux.c``:
+embedded store's. Instead every tool's analysed fields are kept as rows of ``postings``
+(term, the tool's integer ``doc`` key, token count, one term-frequency column per field) and
+one SQL statement evaluates FTS5's formula over them, operation by operation in the same order
+as ``fts5_aux.c``:
 
     idf_i  = ln((N - n_i + 0.5) / (n_i + 0.5)), or 1e-6 when that is <= 0
     f_i    = sum over fields c of w_c * tf_{i,c}
     score  = sum_i idf_i * ((f_i * (k1 + 1)) / (f_i + k1 * (1 - b + b * D / avgdl)))
 
 with k1 = 1.2, b = 0.75, D the tool's token count, n_i the tools containing term i. The btree
-on ``(term, tool_id)`` finds the candidates, which is what a GIN index on a ``tsvector`` would do.
+on ``(term, doc)`` finds the candidates, which is what a GIN index on a ``tsvector`` would do.
+Statements group and join on ``doc`` (an integer is far cheaper to hash than a text id) and
+turn docs into tool ids only for the few tools they return.
 
 One quirk is reproduced on purpose: the SQLite store's FTS5 table is ``contentless_delete=1``,
 and for such tables FTS5 never decrements its row and token totals, so ``N`` and ``avgdl``
@@ -99,11 +102,20 @@ def document_terms(fields: Mapping[str, str]) -> tuple[int, dict[str, list[int]]
     return total, freqs
 
 
+#: One smallint column per lexical field, in LEXICAL_FIELDS order (schema migration 5).
+TF_COLUMNS: tuple[str, ...] = tuple(f"tf{i + 1}" for i in range(len(LEXICAL_FIELDS)))
+assert len(TF_COLUMNS) == 8, "the postings table has eight tf columns: add a migration"
+#: The COPY statement that writes postings (term, doc, doc_len, tf per field).
+COPY_POSTINGS = f"COPY postings (term, doc, doc_len, {', '.join(TF_COLUMNS)}) FROM STDIN"
+
+
 def forget_postings(conn: Conn, tool_ids: Sequence[str]) -> None:
     """Delete the tools' postings and take them out of ``term_stats`` (in the caller's
-    transaction, so document frequencies always equal the postings they count)."""
+    transaction, before the tools themselves go, so document frequencies always equal the
+    postings they count)."""
     conn.execute(
-        "WITH gone AS (DELETE FROM tool_terms WHERE tool_id = ANY(%s) RETURNING term), "
+        "WITH gone AS (DELETE FROM postings WHERE doc IN "
+        "(SELECT doc FROM tools WHERE id = ANY(%s)) RETURNING term), "
         "g AS (SELECT term, count(*) AS n FROM gone GROUP BY term) "
         "UPDATE term_stats s SET df = s.df - g.n FROM g WHERE s.term = g.term",
         (list(tool_ids),),
@@ -209,6 +221,12 @@ def top_is_exact(
     return rest_bound(terms, df, rows, essential) < scores[limit - 1]
 
 
+def _field_sum(weights: Sequence[float]) -> str:
+    """FTS5's weighted term frequency of posting ``h``, summed in column order."""
+    terms = zip(weights, TF_COLUMNS, strict=True)
+    return " + ".join(f"{float(w)!r}::float8 * h.{c}" for w, c in terms)
+
+
 def bm25_topk_sql(weights: Sequence[float], filter_sql: str | None) -> str:
     """The pruned scoring statement (MaxScore): exact BM25 for every tool holding an essential
     term, every query term counted. Parameters: the query terms (text[]), their document
@@ -222,10 +240,10 @@ def bm25_topk_sql(weights: Sequence[float], filter_sql: str | None) -> str:
     its last bits, never by 1e-9 of it), so a tool gets the very same float as in ``bm25_sql``
     without sorting every posting.
     """
-    f_expr = " + ".join(f"{float(w)!r}::float8 * h.tf[{i + 1}]" for i, w in enumerate(weights))
+    f_expr = _field_sum(weights)
     where = ""
     if filter_sql:
-        where = f"AND h.tool_id IN (SELECT t.id FROM tools t WHERE {filter_sql})"
+        where = f"AND h.doc IN (SELECT t.doc FROM tools t WHERE {filter_sql})"
     contribution = f"""q.idf * ((({f_expr}) * (1.2::float8 + 1.0::float8))
                    / (({f_expr}) + 1.2::float8 * (1::float8 - 0.75::float8
                       + 0.75::float8 * h.doc_len::float8 / (
@@ -244,11 +262,11 @@ def bm25_topk_sql(weights: Sequence[float], filter_sql: str | None) -> str:
             WHERE u.df > 0
         ),
         ess AS MATERIALIZED (
-            SELECT q.ord, h.tool_id, {contribution} AS v
-            FROM q JOIN tool_terms h ON h.term = q.term
+            SELECT q.ord, h.doc, {contribution} AS v
+            FROM q JOIN postings h ON h.term = q.term
             WHERE q.essential {where}
         ),
-        part AS MATERIALIZED (SELECT e.tool_id, sum(e.v) AS p FROM ess e GROUP BY e.tool_id),
+        part AS MATERIALIZED (SELECT e.doc, sum(e.v) AS p FROM ess e GROUP BY e.doc),
         -- A tool's essential terms alone give it at least its partial score, so the limit-th
         -- partial score is a floor for the limit-th full one (as is a floor found before).
         floor AS (
@@ -258,53 +276,53 @@ def bm25_topk_sql(weights: Sequence[float], filter_sql: str | None) -> str:
         -- Tools that cannot reach the floor even with every other term at its bound are
         -- never looked up again.
         live AS MATERIALIZED (
-            SELECT p.tool_id FROM part p
+            SELECT p.doc FROM part p
             WHERE p.p + %s::float8 >= (SELECT v FROM floor)
         ),
         c AS (
-            SELECT e.* FROM ess e JOIN live l ON l.tool_id = e.tool_id
+            SELECT e.* FROM ess e JOIN live l ON l.doc = e.doc
             UNION ALL
-            SELECT q.ord, h.tool_id, {contribution} AS v
-            FROM q JOIN tool_terms h ON h.term = q.term
+            SELECT q.ord, h.doc, {contribution} AS v
+            FROM q JOIN postings h ON h.term = q.term
             -- the index sorts the array itself
             WHERE NOT q.essential
-              AND h.tool_id = ANY((SELECT array_agg(l.tool_id) FROM live l)::text[])
+              AND h.doc = ANY((SELECT array_agg(l.doc) FROM live l)::bigint[])
         ),
         agg AS MATERIALIZED (
-            SELECT c.tool_id, sum(c.v) AS rough, array_agg(c.v) AS vs, array_agg(c.ord) AS os
-            FROM c GROUP BY c.tool_id
+            SELECT c.doc, sum(c.v) AS rough, array_agg(c.v) AS vs, array_agg(c.ord) AS os
+            FROM c GROUP BY c.doc
         ),
         cut AS (SELECT a.rough FROM agg a ORDER BY a.rough DESC LIMIT 1 OFFSET %s - 1),
         keep AS (
-            SELECT a.tool_id, a.vs, a.os FROM agg a
+            SELECT a.doc, a.vs, a.os FROM agg a
             WHERE a.rough >= coalesce((SELECT rough FROM cut), 0::float8) * (1 - 1e-9) - 1e-12
         )
-        SELECT k.tool_id,
+        SELECT t.id,
                (SELECT sum(x.v ORDER BY x.o) FROM unnest(k.vs, k.os) AS x(v, o)) AS score
-        FROM keep k
-        ORDER BY score DESC, k.tool_id
+        FROM keep k JOIN tools t ON t.doc = k.doc
+        ORDER BY score DESC, t.id
         LIMIT %s
     """
 
 
 def bm25_sql(weights: Sequence[float], filter_sql: str | None) -> str:
     """The scoring statement. Parameters: the query terms (text[]), the filter's parameters
-    when ``filter_sql`` is given (a condition on tools ``t``), the limit.
+    when ``filter_sql`` is given (a condition on tools ``t``), the limit twice.
 
     Weights are inlined as float8 literals (they are floats, checked by the caller); the
     field sum runs in column order like FTS5's per-instance accumulation.
     """
-    f_expr = " + ".join(f"{float(w)!r}::float8 * h.tf[{i + 1}]" for i, w in enumerate(weights))
+    f_expr = _field_sum(weights)
     where = ""
     if filter_sql:
-        where = f"WHERE hits.tool_id IN (SELECT t.id FROM tools t WHERE {filter_sql})"
+        where = f"WHERE hits.doc IN (SELECT t.doc FROM tools t WHERE {filter_sql})"
     return f"""
         WITH q AS (
             SELECT term, ord FROM unnest(%s::text[]) WITH ORDINALITY AS q(term, ord)
         ),
         hits AS MATERIALIZED (
-            SELECT q.ord, h.tool_id, h.doc_len, ({f_expr}) AS f
-            FROM q JOIN tool_terms h ON h.term = q.term
+            SELECT q.ord, h.doc, h.doc_len, ({f_expr}) AS f
+            FROM q JOIN postings h ON h.term = q.term
         ),
         idf AS (
             SELECT d.ord,
@@ -315,8 +333,8 @@ def bm25_sql(weights: Sequence[float], filter_sql: str | None) -> str:
                           / (d.n::float8 + 0.5::float8)) AS v
             ) x
         ),
-        s AS (
-            SELECT hits.tool_id,
+        s AS MATERIALIZED (
+            SELECT hits.doc,
                    sum(idf.idf * ((hits.f * (1.2::float8 + 1.0::float8))
                        / (hits.f + 1.2::float8 * (1::float8 - 0.75::float8
                           + 0.75::float8 * hits.doc_len::float8 / (
@@ -325,10 +343,13 @@ def bm25_sql(weights: Sequence[float], filter_sql: str | None) -> str:
                        ORDER BY hits.ord) AS score
             FROM hits JOIN idf ON idf.ord = hits.ord
             {where}
-            GROUP BY hits.tool_id
-        )
-        SELECT s.tool_id, s.score FROM s
-        ORDER BY s.score DESC, s.tool_id
+            GROUP BY hits.doc
+        ),
+        -- ids only for the tools that can make the limit (ties at the cut included)
+        cut AS (SELECT s.score FROM s ORDER BY s.score DESC LIMIT 1 OFFSET %s - 1)
+        SELECT t.id, s.score FROM s JOIN tools t ON t.doc = s.doc
+        WHERE s.score >= coalesce((SELECT score FROM cut), '-infinity'::float8)
+        ORDER BY s.score DESC, t.id
         LIMIT %s
     """
 
@@ -381,7 +402,7 @@ def top_bm25(
     if sum(df[t] for t in wider) * 2 > sum(df.values()):
         # Most postings are needed anyway: the plain statement reads them more cheaply than
         # looking terms up tool by tool.
-        got = conn.execute(bm25_sql(weights, filter_sql), [list(terms), *params, limit])
+        got = conn.execute(bm25_sql(weights, filter_sql), [list(terms), *params, limit, limit])
         return [(str(r[0]), float(r[1])) for r in got.fetchall()]
     top = run(wider, theta or 0.0)
     if not top_is_exact(terms, df, rows, wider, [s for _, s in top], limit):

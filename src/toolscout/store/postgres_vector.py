@@ -105,7 +105,7 @@ class PostgresVectorLeg:
             # later; fresh statistics also keep the planner's estimates honest.
             with sql_errors("vacuum after a bulk load", self._target), self._pool.connection() as c:
                 c.execute("SET statement_timeout = 0")
-                c.execute("VACUUM (ANALYZE) tool_terms, tools")
+                c.execute("VACUUM (ANALYZE) postings, tools")
                 c.execute(
                     psycopg.sql.SQL("SET statement_timeout = {}").format(
                         psycopg.sql.Literal(self._target.statement_timeout_ms)
