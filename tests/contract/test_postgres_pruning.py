@@ -1,10 +1,10 @@
-"""The PostgreSQL store's shortcuts give the answers of the long way: pruned BM25 (MaxScore) equals
-the exhaustive statement, document frequencies follow every write, cached counts follow writes
-made through another store."""
+"""The PostgreSQL store's shortcuts give the answers of the long way: BM25 over cached posting
+lists and pruned BM25 (MaxScore) both equal the exhaustive statement, document frequencies follow
+every write, cached counts follow writes made through another store."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
@@ -33,9 +33,14 @@ def zipf_entry(i: int, rng: np.random.Generator) -> IndexEntry:
     return IndexEntry(tool, fields, v / np.linalg.norm(v), text_hash=f"h{i}")
 
 
-@pytest.fixture
-def zipf_store(pg_url: str) -> Iterator[PostgresStore]:
-    store = PostgresStore(pg_url)
+@pytest.fixture(params=["cached", "sql"])
+def zipf_store(
+    request: pytest.FixtureRequest, pg_url: str, url_with: Callable[..., str]
+) -> Iterator[PostgresStore]:
+    # "cached": BM25 over the process's copies of posting lists (postgres_postings);
+    # "sql": no copies, MaxScore-pruned SQL (postgres_lexical).
+    url = pg_url if request.param == "cached" else url_with(pg_url, postings_cache=0)
+    store = PostgresStore(url)
     try:
         store.bind(IDENTITY)
         rng = np.random.default_rng(11)
@@ -56,7 +61,7 @@ def exhaustive(
     return [(r[0], float(r[1])) for r in rows]
 
 
-def test_pruned_bm25_returns_exactly_the_exhaustive_top_k(zipf_store: PostgresStore) -> None:
+def test_bm25_returns_exactly_the_exhaustive_top_k(zipf_store: PostgresStore) -> None:
     rng = np.random.default_rng(3)
     df = dict(zipf_store._query("SELECT term, df FROM term_stats"))
     rows = int(zipf_store._query("SELECT rows_indexed FROM lexical_stats")[0][0])

@@ -51,6 +51,7 @@ from toolscout.store.postgres_lexical import (
     query_terms,
     top_bm25,
 )
+from toolscout.store.postgres_postings import PostingsCache, top_bm25_cached
 from toolscout.store.postgres_skills import PostgresSkillTables
 from toolscout.store.postgres_vector import PostgresVectorLeg
 
@@ -107,6 +108,8 @@ class PostgresStore(PostgresVectorLeg, PostgresSkillTables, PostgresEnrichments)
         self._lock_key = "toolscout-write:" + self._target.schema
         self._bulk = False
         self._counts: dict[tuple[str, str], tuple[int, int]] = {}
+        cap = self._target.postings_cache
+        self._postings = PostingsCache(cap) if cap > 0 else None
         try:
             ident = self.identity()
         except BaseException:
@@ -382,6 +385,14 @@ class PostgresStore(PostgresVectorLeg, PostgresSkillTables, PostgresEnrichments)
             raise ValueError(f"weights must have {len(LEXICAL_FIELDS)} entries")
         cond, params = where_sql(filters)
         filter_sql = None if cond == "true" else cond
+        if filter_sql is None and self._postings is not None:
+            with (
+                sql_errors("lexical query", self._target),
+                self._pool.connection() as conn,
+                conn.transaction(),
+            ):
+                top = top_bm25_cached(conn, self._postings, terms, w, limit)
+            return [Scored(i, s) for i, s in top]
         # The pruning's bounds need non-negative weights; chatty queries of many terms match
         # so much of the catalog that looking terms up tool by tool costs more than it saves.
         if any(x < 0 for x in w) or len(set(terms)) > PRUNE_MAX_TERMS:

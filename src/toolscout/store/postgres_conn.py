@@ -47,6 +47,9 @@ _INT_OPTIONS = {
     # (docs/BENCHMARKS.md section 7); the float32 graph needed 13 ms at 800 for 0.9835.
     "ef_search": 1000,
     "exact_below": 2_000,
+    # Postings each process keeps as numpy arrays for BM25 (28 bytes each; 0: score in SQL).
+    # 2M covers a 100k-tool catalog (store/postgres_postings.py).
+    "postings_cache": 2_000_000,
 }
 
 
@@ -62,6 +65,7 @@ class PgTarget:
     statement_timeout_ms: int
     ef_search: int
     exact_below: int
+    postings_cache: int
 
 
 def parse_url(url: str) -> PgTarget:

@@ -117,17 +117,21 @@ def forget_postings(conn: Conn, tool_ids: Sequence[str]) -> None:
         "WITH gone AS (DELETE FROM postings WHERE doc IN "
         "(SELECT doc FROM tools WHERE id = ANY(%s)) RETURNING term), "
         "g AS (SELECT term, count(*) AS n FROM gone GROUP BY term) "
-        "UPDATE term_stats s SET df = s.df - g.n FROM g WHERE s.term = g.term",
+        "UPDATE term_stats s SET df = s.df - g.n, version = (SELECT version FROM lexical_stats) "
+        "FROM g WHERE s.term = g.term",
         (list(tool_ids),),
     )
 
 
 def add_postings(conn: Conn, df: Mapping[str, int]) -> None:
-    """Count newly written postings (``{term: tools}``) into ``term_stats``."""
+    """Count newly written postings (``{term: tools}``) into ``term_stats``. Both this and
+    ``forget_postings`` stamp the terms with the write's version (see postgres_postings)."""
     if df:
         conn.execute(
-            "INSERT INTO term_stats(term, df) SELECT * FROM unnest(%s::text[], %s::int[]) "
-            "ON CONFLICT (term) DO UPDATE SET df = term_stats.df + EXCLUDED.df",
+            "INSERT INTO term_stats(term, df, version) "
+            "SELECT u.*, (SELECT version FROM lexical_stats) FROM unnest(%s::text[], %s::int[]) u "
+            "ON CONFLICT (term) DO UPDATE SET df = term_stats.df + EXCLUDED.df, "
+            "version = EXCLUDED.version",
             (list(df), list(df.values())),
         )
 
@@ -400,10 +404,9 @@ def top_bm25(
     wider = set(df) if theta is None else essential_terms(terms, df, rows, limit=limit, theta=theta)
     wider |= essential
     if sum(df[t] for t in wider) * 2 > sum(df.values()):
-        # Most postings are needed anyway: the plain statement reads them more cheaply than
-        # looking terms up tool by tool.
-        got = conn.execute(bm25_sql(weights, filter_sql), [list(terms), *params, limit, limit])
-        return [(str(r[0]), float(r[1])) for r in got.fetchall()]
+        # Most postings are needed anyway: reading every term in full is cheaper than looking
+        # terms up tool by tool (and cheaper than ``bm25_sql``, which sorts every posting).
+        return run(set(df))
     top = run(wider, theta or 0.0)
     if not top_is_exact(terms, df, rows, wider, [s for _, s in top], limit):
         top = run(set(df))  # cannot happen (see essential_terms); exhaustive to be safe

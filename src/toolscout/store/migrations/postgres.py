@@ -196,6 +196,17 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             "DROP TABLE tool_terms",
         ],
     ),
+    (
+        6,
+        [
+            # Each term's last write version, stamped by every write that changes its
+            # postings, so a process's copies of posting lists are checked on every query
+            # (store/postgres_postings.py); and an epoch that tells a re-created schema apart.
+            "ALTER TABLE term_stats ADD COLUMN version bigint NOT NULL DEFAULT 0",
+            "ALTER TABLE lexical_stats ADD COLUMN epoch text NOT NULL "
+            "DEFAULT md5(random()::text || clock_timestamp()::text)",
+        ],
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -1,0 +1,253 @@
+"""BM25 over posting lists copied into the process, checked against the database on every query.
+
+PostgreSQL computes BM25 well for rare terms but slowly for common ones: grouping tens of
+thousands of postings per query costs 20-70 ms at 100k tools, and pruning cannot skip them when
+a request mixes one rare word with several common ones (docs/BENCHMARKS.md section 7). So each
+store process keeps copies of the posting lists its queries use, as numpy arrays, and scores
+them itself, with the very float operations ``postgres_lexical`` runs in SQL (and FTS5 in
+SQLite), in the same order: the scores are bit-identical.
+
+The copies are never stale. Every write stamps the terms whose postings it changes with its
+own write version (``term_stats.version``, in the write's transaction). A query reads the
+versions of its terms in the same snapshot as the statistics, and reloads, in one binary COPY,
+every list whose version moved. ``lexical_stats.epoch`` changes when the schema is created
+again, which empties the cache. Only memory is traded: ``postings_cache`` postings (28 bytes
+each) per process, least recently used lists first out.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from toolscout.errors import StoreError
+from toolscout.store.postgres_conn import Conn
+from toolscout.store.postgres_lexical import TF_COLUMNS, idf
+
+#: One row of ``COPY ... (FORMAT BINARY)`` of (term index int4, doc int8, doc_len int4,
+#: tf int2 x 8): a field count, then each field as a length and big-endian bytes.
+_ROW = np.dtype(
+    [("n", ">i2"), ("lk", ">i4"), ("k", ">i4"), ("ld", ">i4"), ("doc", ">i8")]
+    + [("ll", ">i4"), ("len", ">i4")]
+    + [p for i in range(len(TF_COLUMNS)) for p in ((f"lt{i}", ">i4"), (f"t{i}", ">i2"))]
+)
+_HEADER = b"PGCOPY\n\xff\r\n\x00"
+_COPY = (
+    "COPY (SELECT array_position(%s::text[], p.term)::int4, p.doc, p.doc_len, "
+    + ", ".join(f"p.{c}" for c in TF_COLUMNS)
+    + " FROM postings p WHERE p.term = ANY(%s::text[]) ORDER BY 1, 2) TO STDOUT (FORMAT BINARY)"
+)
+#: Dense score arrays are indexed by doc; beyond this many docs, scores go through np.unique.
+_DENSE_MAX = 20_000_000
+#: doc -> tool id pairs remembered (a doc's id never changes; a deleted doc is never scored).
+_IDS_MAX = 1_000_000
+
+
+@dataclass(frozen=True)
+class PostingList:
+    """One term's postings as of ``version``: docs ascending, token counts, tf per field."""
+
+    version: int
+    docs: NDArray[np.int64]
+    doc_len: NDArray[np.int32]
+    tf: NDArray[np.int16]  # (postings, fields)
+
+    @property
+    def size(self) -> int:
+        return int(self.docs.shape[0])
+
+
+_Arrays = tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.int16]]
+
+
+def parse_copy(data: bytes, terms: int) -> list[_Arrays]:
+    """Split a binary COPY of postings into per-term (docs, doc_len, tf) arrays.
+
+    Raises: StoreError when the stream is not the expected layout."""
+    fields = 3 + len(TF_COLUMNS)
+    if not data.startswith(_HEADER) or len(data) < 21:
+        raise StoreError("postings copy: not a PostgreSQL binary COPY stream")
+    start = 19 + int.from_bytes(data[15:19], "big")
+    body = data[start:-2]
+    if data[-2:] != b"\xff\xff" or len(body) % _ROW.itemsize:
+        raise StoreError("postings copy: unexpected row layout")
+    rows = np.frombuffer(body, dtype=_ROW)
+    if rows.size and (
+        (rows["n"] != fields).any() or (rows["ld"] != 8).any() or (rows["ll"] != 4).any()
+    ):
+        raise StoreError("postings copy: unexpected field count or width")
+    tf = np.stack([rows[f"t{i}"].astype(np.int16) for i in range(len(TF_COLUMNS))], axis=1)
+    keys = rows["k"].astype(np.int64)
+    bounds = np.searchsorted(keys, np.arange(1, terms + 2))  # rows are ordered by term index
+    out: list[_Arrays] = []
+    for i in range(terms):
+        lo, hi = int(bounds[i]), int(bounds[i + 1])
+        out.append(
+            (
+                rows["doc"][lo:hi].astype(np.int64),
+                rows["len"][lo:hi].astype(np.int32),
+                np.ascontiguousarray(tf[lo:hi]),
+            )
+        )
+    return out
+
+
+class PostingsCache:
+    """Posting lists by term, bounded by a total count of postings (least recently used out).
+
+    Thread-safe: lists are immutable once stored; only the index is locked."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._lists: OrderedDict[str, PostingList] = OrderedDict()
+        self._held = 0
+        self._epoch: str | None = None
+        self._ids: dict[int, str] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def held(self) -> int:
+        """Postings held now."""
+        return self._held
+
+    def lists(self, conn: Conn, versions: dict[str, int], epoch: str) -> dict[str, PostingList]:
+        """The lists of ``versions``' terms as of those versions (loading the stale ones in
+        the caller's snapshot)."""
+        with self._lock:
+            if epoch != self._epoch:
+                self._lists.clear()
+                self._ids.clear()
+                self._held = 0
+                self._epoch = epoch
+            got: dict[str, PostingList] = {}
+            for term, version in versions.items():
+                hit = self._lists.get(term)
+                if hit is not None and hit.version == version:
+                    self._lists.move_to_end(term)
+                    got[term] = hit
+        stale = [t for t in versions if t not in got]
+        if stale:
+            cur = conn.cursor()
+            with cur.copy(_COPY, (stale, stale)) as copy:
+                data = b"".join(bytes(chunk) for chunk in copy)
+            for term, (docs, lens, tf) in zip(stale, parse_copy(data, len(stale)), strict=True):
+                got[term] = PostingList(versions[term], docs, lens, tf)
+            with self._lock:
+                for term in stale:
+                    self._store(term, got[term])
+        return got
+
+    def _store(self, term: str, plist: PostingList) -> None:
+        if plist.size > self.capacity:
+            return  # used for this query only
+        old = self._lists.pop(term, None)
+        if old is not None:
+            self._held -= old.size
+        self._lists[term] = plist
+        self._held += plist.size
+        while self._held > self.capacity:
+            _, gone = self._lists.popitem(last=False)
+            self._held -= gone.size
+
+    def tool_ids(self, conn: Conn, docs: Sequence[int]) -> dict[int, str]:
+        """Tool ids of ``docs`` (docs deleted in the meantime are left out)."""
+        with self._lock:
+            known = {d: self._ids[d] for d in docs if d in self._ids}
+        missing = [d for d in docs if d not in known]
+        if missing:
+            rows = conn.execute(
+                "SELECT doc, id FROM tools WHERE doc = ANY(%s)", (missing,)
+            ).fetchall()
+            found = {int(r[0]): str(r[1]) for r in rows}
+            known.update(found)
+            with self._lock:
+                if len(self._ids) + len(found) > _IDS_MAX:
+                    self._ids.clear()
+                self._ids.update(found)
+        return known
+
+
+def bm25_scores(
+    terms: Sequence[str],
+    lists: dict[str, PostingList],
+    df: dict[str, int],
+    rows: int,
+    avgdl: float,
+    weights: Sequence[float],
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """Every doc holding a query term, and its BM25 score: ``bm25_sql``'s operations in its
+    order (field sum in column order, terms summed in query order), so the same floats."""
+    present = [t for t in terms if t in lists and lists[t].size]
+    if not present:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    top_doc = max(int(lists[t].docs[-1]) for t in present)
+    dense = top_doc < _DENSE_MAX
+    if dense:
+        acc = np.zeros(top_doc + 1)
+        seen = np.zeros(top_doc + 1, dtype=bool)
+    else:
+        universe, inverse = np.unique(
+            np.concatenate([lists[t].docs for t in present]), return_inverse=True
+        )
+        acc = np.zeros(universe.shape[0])
+        offsets = np.cumsum([0] + [lists[t].size for t in present])
+    k1_plus_1 = 1.2 + 1.0
+    norm = 1.0 - 0.75
+    for i, term in enumerate(present):
+        plist = lists[term]
+        tf = plist.tf.astype(np.float64)
+        f = float(weights[0]) * tf[:, 0]
+        for c in range(1, tf.shape[1]):
+            f = f + float(weights[c]) * tf[:, c]
+        length = (0.75 * plist.doc_len.astype(np.float64)) / avgdl
+        v = idf(df[term], rows) * ((f * k1_plus_1) / (f + 1.2 * (norm + length)))
+        if dense:
+            acc[plist.docs] += v
+            seen[plist.docs] = True
+        else:
+            acc[inverse[offsets[i] : offsets[i + 1]]] += v
+    if dense:
+        docs = np.flatnonzero(seen).astype(np.int64)
+        return docs, acc[docs]
+    return universe.astype(np.int64), acc
+
+
+def top_bm25_cached(
+    conn: Conn,
+    cache: PostingsCache,
+    terms: Sequence[str],
+    weights: Sequence[float],
+    limit: int,
+) -> list[tuple[str, float]]:
+    """The ``limit`` best tools of the whole catalog by BM25, ties by id, from cached lists
+    (run inside one REPEATABLE READ transaction)."""
+    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+    found = conn.execute(
+        "SELECT l.rows_indexed, l.tokens_indexed, l.epoch, s.term, s.df, s.version "
+        "FROM lexical_stats l LEFT JOIN term_stats s ON s.term = ANY(%s) AND s.df > 0",
+        (list(set(terms)),),
+    ).fetchall()
+    rows, tokens, epoch = int(found[0][0]), int(found[0][1]), str(found[0][2])
+    live = [r for r in found if r[3] is not None]
+    if not live or rows <= 0:
+        return []
+    df = {str(r[3]): int(r[4]) for r in live}
+    lists = cache.lists(conn, {str(r[3]): int(r[5]) for r in live}, epoch)
+    docs, scores = bm25_scores(terms, lists, df, rows, tokens / rows, weights)
+    if docs.size == 0:
+        return []
+    if docs.size > limit:
+        cut = np.partition(scores, docs.size - limit)[docs.size - limit]
+        keep = scores >= cut  # ties at the cut stay: ids decide among them
+        docs, scores = docs[keep], scores[keep]
+    ids = cache.tool_ids(conn, [int(d) for d in docs])
+    ranked = sorted(
+        ((ids[int(d)], float(s)) for d, s in zip(docs, scores, strict=True) if int(d) in ids),
+        key=lambda p: (-p[1], p[0]),
+    )
+    return ranked[:limit]

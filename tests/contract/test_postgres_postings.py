@@ -1,0 +1,118 @@
+"""The PostgreSQL store's copies of posting lists are never stale: writes by another store, a
+re-created schema and a small cache all leave BM25 equal to the exhaustive SQL statement."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import psycopg
+import pytest
+
+from toolscout.errors import StoreError
+from toolscout.models import Tool
+from toolscout.store.base import LEXICAL_FIELDS, IndexEntry, IndexIdentity
+from toolscout.store.postgres import PostgresStore
+from toolscout.store.postgres_conn import parse_url
+from toolscout.store.postgres_lexical import bm25_sql, query_terms
+from toolscout.store.postgres_postings import parse_copy
+
+pytestmark = pytest.mark.postgres
+IDENTITY = IndexIdentity("test-embedder", 8, "a2")
+WEIGHTS = (3.0, 2.5, 2.0, 2.0, 1.5, 1.5, 1.0, 1.0)
+VOCAB = [f"w{i}" for i in range(40)]
+QUERIES = [["w0", "w1"], ["w2", "w17", "w33"], ["w5"], ["w0", "w0", "w9"], ["rare", "w3"]]
+
+
+def entry(i: int, rng: np.random.Generator, extra: str = "") -> IndexEntry:
+    tool = Tool(id=f"s{i % 3}::t{i:04d}", name=f"t{i:04d}", server=f"s{i % 3}")
+    fields = {f: "" for f in LEXICAL_FIELDS}
+    p = 1.0 / np.arange(1, len(VOCAB) + 1)
+    fields["name"] = " ".join(rng.choice(VOCAB, size=2, p=p / p.sum()))
+    fields["description"] = " ".join(rng.choice(VOCAB, size=8, p=p / p.sum())) + extra
+    v = rng.standard_normal(8).astype(np.float32)
+    return IndexEntry(tool, fields, v / np.linalg.norm(v), text_hash=f"h{i}{extra}")
+
+
+def exhaustive(store: PostgresStore, tokens: list[str], limit: int) -> list[tuple[str, float]]:
+    rows = store._query(bm25_sql(list(WEIGHTS), None), [query_terms(tokens), limit, limit])
+    return [(r[0], float(r[1])) for r in rows]
+
+
+def answers(store: PostgresStore, limit: int = 15) -> list[list[tuple[str, float]]]:
+    return [
+        [(h.id, h.score) for h in store.lexical(q, limit=limit, weights=WEIGHTS)] for q in QUERIES
+    ]
+
+
+def test_cached_lists_follow_writes_made_through_another_store(pg_url: str) -> None:
+    reader, writer = PostgresStore(pg_url), PostgresStore(pg_url)
+    try:
+        writer.bind(IDENTITY)
+        rng = np.random.default_rng(2)
+        writer.upsert([entry(i, rng) for i in range(300)])
+        writer.upsert([entry(7, rng, " rare")])
+        first = answers(reader)
+        assert first == [exhaustive(reader, q, 15) for q in QUERIES]
+        assert reader._postings is not None and reader._postings.held > 0
+        kept = reader._postings._lists["rare"]
+        # Another process changes texts, deletes and adds tools.
+        writer.upsert([entry(i, rng) for i in range(0, 300, 4)])
+        writer.delete([f"s{i % 3}::t{i:04d}" for i in range(1, 300, 9)])
+        writer.upsert([entry(i, rng) for i in range(300, 330)])
+        second = answers(reader)
+        assert second == [exhaustive(reader, q, 15) for q in QUERIES]
+        assert second != first
+        # A list no write touched was not loaded again.
+        assert reader._postings._lists["rare"] is kept
+        writer.delete(["s1::t0007"])
+        assert reader.lexical(["rare"], limit=5, weights=WEIGHTS) == []
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_a_schema_created_again_empties_the_cache(pg_url: str) -> None:
+    first, again = Tool(id="a::one", name="one"), Tool(id="b::two", name="two")
+    fields = {f: "" for f in LEXICAL_FIELDS}
+    fields["description"] = "alpha beta"
+    vector = np.ones(8, dtype=np.float32) / np.sqrt(8)
+    reader = PostgresStore(pg_url)
+    try:
+        reader.bind(IDENTITY)
+        reader.upsert([IndexEntry(first, fields, vector, "h")])
+        assert [h.id for h in reader.lexical(["alpha"], limit=3)] == ["a::one"]
+        target = parse_url(pg_url)
+        with psycopg.connect(target.conninfo, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {target.schema} CASCADE")
+        # Same writes in the same order: every version number repeats, and so do the docs.
+        other = PostgresStore(pg_url)
+        other.bind(IDENTITY)
+        other.upsert([IndexEntry(again, fields, vector, "h")])
+        other.close()
+        assert [h.id for h in reader.lexical(["alpha"], limit=3)] == ["b::two"]
+    finally:
+        reader.close()
+
+
+def test_a_small_cache_evicts_lists_and_answers_the_same(
+    pg_url: str, url_with: Callable[..., str]
+) -> None:
+    small = PostgresStore(url_with(pg_url, postings_cache=60))
+    try:
+        small.bind(IDENTITY)
+        rng = np.random.default_rng(4)
+        small.upsert([entry(i, rng) for i in range(200)])
+        for _ in range(2):
+            assert answers(small) == [exhaustive(small, q, 15) for q in QUERIES]
+            assert small._postings is not None and small._postings.held <= 60
+    finally:
+        small.close()
+
+
+def test_a_garbled_copy_stream_is_a_store_error() -> None:
+    with pytest.raises(StoreError, match="binary COPY"):
+        parse_copy(b"not a copy stream at all", 1)
+    header = b"PGCOPY\n\xff\r\n\x00" + bytes(8)
+    with pytest.raises(StoreError, match="layout"):
+        parse_copy(header + b"\x00\x0b\x00" + b"\xff\xff", 1)
