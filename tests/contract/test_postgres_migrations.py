@@ -29,7 +29,7 @@ def make_entry(i: int, rng: np.random.Generator) -> IndexEntry:
 
 def back_to_schema_4(conn: Conn) -> None:
     """Put the lexical tables back as schema 4 left them: postings keyed by text id, one
-    smallint array of term frequencies, no integer doc on tools, no term versions."""
+    smallint array of term frequencies, no integer doc on tools, no term or tool versions."""
     conn.execute(
         """CREATE TABLE tool_terms (
             term text COLLATE "C" NOT NULL,
@@ -48,7 +48,9 @@ def back_to_schema_4(conn: Conn) -> None:
     conn.execute("DROP TABLE postings")
     conn.execute("ALTER TABLE tools DROP COLUMN doc")
     conn.execute("ALTER TABLE term_stats DROP COLUMN version")
-    conn.execute("ALTER TABLE lexical_stats DROP COLUMN epoch")
+    conn.execute("ALTER TABLE lexical_stats DROP COLUMN epoch, DROP COLUMN gone_after")
+    conn.execute("ALTER TABLE tools DROP COLUMN lex_version")
+    conn.execute("DROP TABLE gone_docs")
     conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
 
 

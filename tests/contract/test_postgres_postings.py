@@ -11,6 +11,7 @@ import pytest
 
 from toolscout.errors import StoreError
 from toolscout.models import Tool
+from toolscout.store import postgres_postings as postings
 from toolscout.store.base import LEXICAL_FIELDS, IndexEntry, IndexIdentity
 from toolscout.store.postgres import PostgresStore
 from toolscout.store.postgres_conn import parse_url
@@ -60,9 +61,12 @@ def test_cached_lists_follow_writes_made_through_another_store(pg_url: str) -> N
         writer.upsert([entry(i, rng) for i in range(0, 300, 4)])
         writer.delete([f"s{i % 3}::t{i:04d}" for i in range(1, 300, 9)])
         writer.upsert([entry(i, rng) for i in range(300, 330)])
+        loaded = reader._postings.loaded
         second = answers(reader)
         assert second == [exhaustive(reader, q, 15) for q in QUERIES]
         assert second != first
+        # Refreshed in place with the changed tools' postings, not read again whole.
+        assert reader._postings.refreshed > 0 and reader._postings.loaded == loaded
         # A list no write touched was not loaded again.
         assert reader._postings._lists["rare"] is kept
         writer.delete(["s1::t0007"])
@@ -116,3 +120,34 @@ def test_a_garbled_copy_stream_is_a_store_error() -> None:
     header = b"PGCOPY\n\xff\r\n\x00" + bytes(8)
     with pytest.raises(StoreError, match="layout"):
         parse_copy(header + b"\x00\x0b\x00" + b"\xff\xff", 1)
+
+
+@pytest.mark.parametrize("case", ["too much changed", "deletions forgotten"])
+def test_lists_are_read_again_whole_when_a_refresh_cannot_be_trusted(
+    pg_url: str, case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reader, writer = PostgresStore(pg_url), PostgresStore(pg_url)
+    try:
+        writer.bind(IDENTITY)
+        rng = np.random.default_rng(6)
+        writer.upsert([entry(i, rng) for i in range(150)])
+        assert answers(reader) == [exhaustive(reader, q, 15) for q in QUERIES]
+        assert reader._postings is not None
+        if case == "too much changed":
+            monkeypatch.setattr(postings, "REFRESH_MIN", 0)
+            monkeypatch.setattr(postings, "REFRESH_SHARE", 0.0)
+        else:  # deleted docs are kept for one write version only
+            monkeypatch.setattr(postings, "GONE_KEEP", 1)
+            writer.delete(["s0::t0000"])
+        writer.upsert([entry(i, rng) for i in range(0, 150, 5)])
+        writer.delete(["s1::t0001", "s2::t0002"])
+        loaded, refreshed = reader._postings.loaded, reader._postings.refreshed
+        assert answers(reader) == [exhaustive(reader, q, 15) for q in QUERIES]
+        assert reader._postings.loaded > loaded and reader._postings.refreshed == refreshed
+        if case == "deletions forgotten":
+            kept = writer._query("SELECT count(*), min(version) FROM gone_docs")[0]
+            after = writer._query("SELECT gone_after FROM lexical_stats")[0][0]
+            assert kept[0] == 2 and kept[1] > after
+    finally:
+        reader.close()
+        writer.close()

@@ -51,7 +51,7 @@ from toolscout.store.postgres_lexical import (
     query_terms,
     top_bm25,
 )
-from toolscout.store.postgres_postings import PostingsCache, top_bm25_cached
+from toolscout.store.postgres_postings import PostingsCache, log_gone_docs, top_bm25_cached
 from toolscout.store.postgres_skills import PostgresSkillTables
 from toolscout.store.postgres_vector import PostgresVectorLeg
 
@@ -200,7 +200,11 @@ class PostgresStore(PostgresVectorLeg, PostgresSkillTables, PostgresEnrichments)
                 "UPDATE skills SET vector = NULL, profile_vector = NULL, profile_hash = NULL"
             )
             conn.execute("ALTER TABLE tools DROP COLUMN IF EXISTS embedding")
-            conn.execute("UPDATE lexical_stats SET live_rows = 0")
+            # A new epoch: every process drops its copies of posting lists.
+            conn.execute(
+                "UPDATE lexical_stats SET live_rows = 0, "
+                "epoch = md5(random()::text || clock_timestamp()::text)"
+            )
             conn.execute("DELETE FROM meta WHERE key = 'identity'")
         self._dim = None
 
@@ -252,14 +256,17 @@ class PostgresStore(PostgresVectorLeg, PostgresSkillTables, PostgresEnrichments)
             cur.executemany(
                 "INSERT INTO tools(id, name, description, input_schema, output_schema, "
                 "annotations, item_type, server, source, category, content_hash, text_hash, "
-                "doc_len, embedding) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%b) "
+                "doc_len, embedding, lex_version) "
+                "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%b,"
+                "(SELECT version FROM lexical_stats)) "
                 "ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, "
                 "description = EXCLUDED.description, input_schema = EXCLUDED.input_schema, "
                 "output_schema = EXCLUDED.output_schema, annotations = EXCLUDED.annotations, "
                 "item_type = EXCLUDED.item_type, server = EXCLUDED.server, "
                 "source = EXCLUDED.source, category = EXCLUDED.category, "
                 "content_hash = EXCLUDED.content_hash, text_hash = EXCLUDED.text_hash, "
-                "doc_len = EXCLUDED.doc_len, embedding = EXCLUDED.embedding RETURNING id, doc",
+                "doc_len = EXCLUDED.doc_len, embedding = EXCLUDED.embedding, "
+                "lex_version = EXCLUDED.lex_version RETURNING id, doc",
                 [row for row, _ in latest.values()],
                 returning=True,
             )
@@ -295,6 +302,7 @@ class PostgresStore(PostgresVectorLeg, PostgresSkillTables, PostgresEnrichments)
         wanted = list(dict.fromkeys(ids))
         with self.transaction() as conn:
             forget_postings(conn, wanted)
+            log_gone_docs(conn, wanted)
             gone = conn.execute(
                 "DELETE FROM tools WHERE id = ANY(%s) RETURNING id", (wanted,)
             ).fetchall()

@@ -8,11 +8,14 @@ them itself, with the very float operations ``postgres_lexical`` runs in SQL (an
 SQLite), in the same order: the scores are bit-identical.
 
 The copies are never stale. Every write stamps the terms whose postings it changes with its
-own write version (``term_stats.version``, in the write's transaction). A query reads the
-versions of its terms in the same snapshot as the statistics, and reloads, in one binary COPY,
-every list whose version moved. ``lexical_stats.epoch`` changes when the schema is created
-again, which empties the cache. Only memory is traded: ``postings_cache`` postings (28 bytes
-each) per process, least recently used lists first out.
+own write version (``term_stats.version``, in the write's transaction), and the tools it writes
+too (``tools.lex_version``); deleted tools' docs go to ``gone_docs``. A query reads the versions
+of its terms in the same snapshot as the statistics. A list whose version moved is refreshed:
+its entries for the docs written or deleted since its version are replaced by those docs'
+current postings (one statement for all of a query's lists), or, when too much changed, read
+again whole in one binary COPY. ``lexical_stats.epoch`` changes when the index is reset or the
+schema created again, which empties the cache. Only memory is traded: ``postings_cache``
+postings (28 bytes each) per process, least recently used lists first out.
 """
 
 from __future__ import annotations
@@ -37,11 +40,24 @@ _ROW = np.dtype(
     + [p for i in range(len(TF_COLUMNS)) for p in ((f"lt{i}", ">i4"), (f"t{i}", ">i2"))]
 )
 _HEADER = b"PGCOPY\n\xff\r\n\x00"
-_COPY = (
-    "COPY (SELECT array_position(%s::text[], p.term)::int4, p.doc, p.doc_len, "
-    + ", ".join(f"p.{c}" for c in TF_COLUMNS)
-    + " FROM postings p WHERE p.term = ANY(%s::text[]) ORDER BY 1, 2) TO STDOUT (FORMAT BINARY)"
+_SELECT = "SELECT array_position(%s::text[], p.term)::int4, p.doc, p.doc_len, " + ", ".join(
+    f"p.{c}" for c in TF_COLUMNS
 )
+_COPY = (
+    f"COPY ({_SELECT} FROM postings p WHERE p.term = ANY(%s::text[]) ORDER BY 1, 2) "
+    "TO STDOUT (FORMAT BINARY)"
+)
+#: The postings of some docs (``postings_doc`` index), for refreshing lists.
+_COPY_DOCS = (
+    f"COPY ({_SELECT} FROM postings p WHERE p.doc = ANY(%s::bigint[]) "
+    "AND p.term = ANY(%s::text[]) ORDER BY 1, 2) TO STDOUT (FORMAT BINARY)"
+)
+#: A list is refreshed in place while the docs changed since its version number at most this
+#: share of its postings (or REFRESH_MIN); beyond, it is read again whole.
+REFRESH_SHARE = 0.25
+REFRESH_MIN = 2_000
+#: Deleted docs are remembered for this many write versions; older copies are read again whole.
+GONE_KEEP = 10_000
 #: Dense score arrays are indexed by doc; beyond this many docs, scores go through np.unique.
 _DENSE_MAX = 20_000_000
 #: doc -> tool id pairs remembered (a doc's id never changes; a deleted doc is never scored).
@@ -53,9 +69,10 @@ class PostingList:
     """One term's postings as of ``version``: docs ascending, token counts, tf per field."""
 
     version: int
-    docs: NDArray[np.int64]
+    docs: NDArray[np.int64]  # not sorted once refreshed
     doc_len: NDArray[np.int32]
     tf: NDArray[np.int16]  # (postings, fields)
+    top: int  # the largest doc, -1 when empty
 
     @property
     def size(self) -> int:
@@ -109,38 +126,96 @@ class PostingsCache:
         self._epoch: str | None = None
         self._ids: dict[int, str] = {}
         self._lock = threading.Lock()
+        #: Lists read whole, and lists refreshed in place, since the process started.
+        self.loaded = 0
+        self.refreshed = 0
 
     @property
     def held(self) -> int:
         """Postings held now."""
         return self._held
 
-    def lists(self, conn: Conn, versions: dict[str, int], epoch: str) -> dict[str, PostingList]:
-        """The lists of ``versions``' terms as of those versions (loading the stale ones in
-        the caller's snapshot)."""
+    def lists(
+        self, conn: Conn, versions: dict[str, int], epoch: str, gone_after: int
+    ) -> dict[str, PostingList]:
+        """The lists of ``versions``' terms as of those versions, refreshing or loading the
+        stale ones in the caller's snapshot (docs deleted after ``gone_after`` are logged)."""
+        got: dict[str, PostingList] = {}
+        moved: dict[str, PostingList] = {}
         with self._lock:
             if epoch != self._epoch:
                 self._lists.clear()
                 self._ids.clear()
                 self._held = 0
                 self._epoch = epoch
-            got: dict[str, PostingList] = {}
             for term, version in versions.items():
                 hit = self._lists.get(term)
                 if hit is not None and hit.version == version:
                     self._lists.move_to_end(term)
                     got[term] = hit
-        stale = [t for t in versions if t not in got]
-        if stale:
+                elif hit is not None and gone_after <= hit.version < version:
+                    moved[term] = hit
+        if moved:
+            got.update(self._refresh(conn, moved, versions))
+        whole = [t for t in versions if t not in got]
+        if whole:
             cur = conn.cursor()
-            with cur.copy(_COPY, (stale, stale)) as copy:
+            with cur.copy(_COPY, (whole, whole)) as copy:
                 data = b"".join(bytes(chunk) for chunk in copy)
-            for term, (docs, lens, tf) in zip(stale, parse_copy(data, len(stale)), strict=True):
-                got[term] = PostingList(versions[term], docs, lens, tf)
+            for term, arrays in zip(whole, parse_copy(data, len(whole)), strict=True):
+                got[term] = _plist(versions[term], *arrays)
+        fresh = [t for t in versions if t in moved or t in whole]
+        if fresh:
             with self._lock:
-                for term in stale:
+                self.loaded += len(whole)
+                self.refreshed += len(fresh) - len(whole)
+                for term in fresh:
                     self._store(term, got[term])
         return got
+
+    def _refresh(
+        self, conn: Conn, moved: dict[str, PostingList], versions: dict[str, int]
+    ) -> dict[str, PostingList]:
+        """New versions of ``moved`` lists: their postings of the docs written or deleted
+        since the oldest of their versions replaced by those docs' postings now. Lists with
+        too much changed are left out (read again whole by the caller)."""
+        since = min(p.version for p in moved.values())
+        budget = max(REFRESH_MIN, int(REFRESH_SHARE * sum(p.size for p in moved.values())))
+        rows = conn.execute(
+            "SELECT doc FROM tools WHERE lex_version > %s "
+            "UNION ALL SELECT doc FROM gone_docs WHERE version > %s LIMIT %s",
+            (since, since, budget + 1),
+        ).fetchall()
+        if len(rows) > budget:
+            return {}
+        changed = np.array([int(r[0]) for r in rows], dtype=np.int64)
+        terms = list(moved)
+        cur = conn.cursor()
+        with cur.copy(_COPY_DOCS, (terms, [int(d) for d in changed], terms)) as copy:
+            data = b"".join(bytes(chunk) for chunk in copy)
+        top = max([int(changed.max()) if changed.size else -1] + [p.top for p in moved.values()])
+        if top < _DENSE_MAX:
+            mask = np.zeros(top + 1, dtype=bool)
+            mask[changed] = True
+
+            def is_changed(docs: NDArray[np.int64]) -> NDArray[np.bool_]:
+                return mask[docs]
+        else:
+
+            def is_changed(docs: NDArray[np.int64]) -> NDArray[np.bool_]:
+                return np.isin(docs, changed)
+
+        out: dict[str, PostingList] = {}
+        for term, (docs, lens, tf) in zip(terms, parse_copy(data, len(terms)), strict=True):
+            old = moved[term]
+            keep = ~is_changed(old.docs)
+            out[term] = _plist(
+                versions[term],
+                np.concatenate([old.docs[keep], docs]),
+                np.concatenate([old.doc_len[keep], lens]),
+                np.concatenate([old.tf[keep], tf]),
+            )
+        return out
 
     def _store(self, term: str, plist: PostingList) -> None:
         if plist.size > self.capacity:
@@ -172,6 +247,30 @@ class PostingsCache:
         return known
 
 
+def _plist(
+    version: int, docs: NDArray[np.int64], lens: NDArray[np.int32], tf: NDArray[np.int16]
+) -> PostingList:
+    return PostingList(version, docs, lens, tf, int(docs.max()) if docs.size else -1)
+
+
+def log_gone_docs(conn: Conn, tool_ids: Sequence[str]) -> None:
+    """Remember the docs of tools about to be deleted (in the deleting transaction), so
+    processes refresh their copied lists without them; forget what is older than GONE_KEEP
+    write versions (copies that old are read again whole)."""
+    conn.execute(
+        "INSERT INTO gone_docs SELECT doc, (SELECT version FROM lexical_stats) FROM tools "
+        "WHERE id = ANY(%s) ON CONFLICT (doc) DO NOTHING",
+        (list(tool_ids),),
+    )
+    horizon = conn.execute(
+        "UPDATE lexical_stats SET gone_after = greatest(gone_after, version - %s) "
+        "RETURNING gone_after",
+        (GONE_KEEP,),
+    ).fetchone()
+    if horizon is not None:
+        conn.execute("DELETE FROM gone_docs WHERE version <= %s", (int(horizon[0]),))
+
+
 def bm25_scores(
     terms: Sequence[str],
     lists: dict[str, PostingList],
@@ -185,7 +284,7 @@ def bm25_scores(
     present = [t for t in terms if t in lists and lists[t].size]
     if not present:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
-    top_doc = max(int(lists[t].docs[-1]) for t in present)
+    top_doc = max(lists[t].top for t in present)
     dense = top_doc < _DENSE_MAX
     if dense:
         acc = np.zeros(top_doc + 1)
@@ -228,16 +327,21 @@ def top_bm25_cached(
     (run inside one REPEATABLE READ transaction)."""
     conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
     found = conn.execute(
-        "SELECT l.rows_indexed, l.tokens_indexed, l.epoch, s.term, s.df, s.version "
+        "SELECT l.rows_indexed, l.tokens_indexed, l.epoch, l.gone_after, s.term, s.df, s.version "
         "FROM lexical_stats l LEFT JOIN term_stats s ON s.term = ANY(%s) AND s.df > 0",
         (list(set(terms)),),
     ).fetchall()
-    rows, tokens, epoch = int(found[0][0]), int(found[0][1]), str(found[0][2])
-    live = [r for r in found if r[3] is not None]
+    rows, tokens, epoch, gone_after = (
+        int(found[0][0]),
+        int(found[0][1]),
+        str(found[0][2]),
+        int(found[0][3]),
+    )
+    live = [r for r in found if r[4] is not None]
     if not live or rows <= 0:
         return []
-    df = {str(r[3]): int(r[4]) for r in live}
-    lists = cache.lists(conn, {str(r[3]): int(r[5]) for r in live}, epoch)
+    df = {str(r[4]): int(r[5]) for r in live}
+    lists = cache.lists(conn, {str(r[4]): int(r[6]) for r in live}, epoch, gone_after)
     docs, scores = bm25_scores(terms, lists, df, rows, tokens / rows, weights)
     if docs.size == 0:
         return []

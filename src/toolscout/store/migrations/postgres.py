@@ -207,6 +207,23 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             "DEFAULT md5(random()::text || clock_timestamp()::text)",
         ],
     ),
+    (
+        7,
+        [
+            # What changed since a version, so a process refreshes a copied posting list with
+            # the postings of the tools written since instead of reading it again whole: each
+            # tool's last write version, and the docs deleted after ``gone_after``.
+            "ALTER TABLE tools ADD COLUMN lex_version bigint NOT NULL DEFAULT 0",
+            "CREATE INDEX tools_lex_version ON tools(lex_version)",
+            """CREATE TABLE gone_docs (
+                doc bigint PRIMARY KEY,
+                version bigint NOT NULL
+            )""",
+            "CREATE INDEX gone_docs_version ON gone_docs(version)",
+            "ALTER TABLE lexical_stats ADD COLUMN gone_after bigint NOT NULL DEFAULT 0",
+            "UPDATE lexical_stats SET gone_after = version",
+        ],
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
