@@ -15,8 +15,9 @@ from toolscout.store import postgres_postings as postings
 from toolscout.store.base import LEXICAL_FIELDS, IndexEntry, IndexIdentity
 from toolscout.store.postgres import PostgresStore
 from toolscout.store.postgres_conn import parse_url
-from toolscout.store.postgres_lexical import bm25_sql, query_terms
+from toolscout.store.postgres_lexical import bm25_sql
 from toolscout.store.postgres_postings import parse_copy
+from toolscout.store.postgres_terms import query_terms
 
 pytestmark = pytest.mark.postgres
 IDENTITY = IndexIdentity("test-embedder", 8, "a2")

@@ -13,7 +13,8 @@ from toolscout.models import Filters, Tool
 from toolscout.store.base import LEXICAL_FIELDS, IndexEntry, IndexIdentity
 from toolscout.store.postgres import PostgresStore
 from toolscout.store.postgres_conn import where_sql
-from toolscout.store.postgres_lexical import bm25_sql, essential_terms, query_terms
+from toolscout.store.postgres_lexical import bm25_sql, essential_terms
+from toolscout.store.postgres_terms import query_terms
 
 pytestmark = pytest.mark.postgres
 IDENTITY = IndexIdentity("test-embedder", 8, "a2")
@@ -69,7 +70,11 @@ def test_bm25_returns_exactly_the_exhaustive_top_k(zipf_store: PostgresStore) ->
     for trial in range(120):
         tokens = [str(w) for w in rng.choice([*VOCAB, "nowhere"], size=int(rng.integers(1, 9)))]
         limit = int(rng.choice([1, 3, 10, 40, 100]))
-        filters = Filters(servers=("s1", "s3")) if trial % 4 == 0 else None
+        filters = None
+        if trial % 4 == 0:  # two servers of five
+            filters = Filters(servers=("s1", "s3"))
+        elif trial % 8 == 1:  # a handful of tools: cached lists give way to SQL
+            filters = Filters(tool_ids=tuple(f"s{i % 5}::t{i:04d}" for i in rng.choice(700, 6)))
         got = zipf_store.lexical(tokens, limit=limit, filters=filters, weights=WEIGHTS)
         want = exhaustive(zipf_store, tokens, limit, filters)
         assert [(h.id, h.score) for h in got] == want, (tokens, limit, filters)
@@ -77,6 +82,8 @@ def test_bm25_returns_exactly_the_exhaustive_top_k(zipf_store: PostgresStore) ->
         first = essential_terms(terms, df, rows, limit=limit, theta=None, cover=10)
         pruned += len(first) < len({t for t in terms if df.get(t, 0) > 0})
     assert pruned > 30  # the pruned path, not only the exhaustive fallback, was exercised
+    if zipf_store._postings is not None:  # filters both settled from cached lists and not
+        assert 0 < zipf_store._postings.filter_fallbacks < 15
 
 
 def test_document_frequencies_follow_updates_and_deletes(zipf_store: PostgresStore) -> None:

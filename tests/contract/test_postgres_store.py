@@ -19,7 +19,7 @@ from toolscout.errors import StoreError
 from toolscout.models import Tool
 from toolscout.store.base import LEXICAL_FIELDS, IndexEntry, IndexIdentity
 from toolscout.store.postgres import PostgresStore
-from toolscout.store.postgres_lexical import fts5_tokens
+from toolscout.store.postgres_terms import fts5_tokens
 from toolscout.store.sqlite import SQLiteStore
 
 pytestmark = pytest.mark.postgres

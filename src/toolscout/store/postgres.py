@@ -3,7 +3,9 @@
 It answers every :class:`~toolscout.store.base.Store` call the way the embedded SQLite store does
 (tests/contract proves it on one suite and a congruence test):
 
-* lexical leg: FTS5's bm25 recomputed over a ``postings`` table (see ``postgres_lexical``);
+* lexical leg: FTS5's bm25 over a ``postings`` table, computed by each process from its own
+  copies of the posting lists a query needs, checked against the table's versions on every
+  query (``postgres_bm25``, ``postgres_postings``), or in SQL (``postgres_lexical``);
 * vector leg: a ``vector(dim)`` column with an HNSW cosine index. When the rows a query can
   reach are few (``exact_below``, default 2000) the scan is exact, like the SQLite store's;
   above that HNSW answers, with ``hnsw.ef_search`` one per hundred tools (from 400 up to
@@ -14,8 +16,9 @@ It answers every :class:`~toolscout.store.base.Store` call the way the embedded 
   The index itself is built when the table first outgrows ``exact_below`` (or at the end of
   a ``bulk()`` load).
 
-Several processes: the store keeps no copy of index data in memory, so a write by one process
-is seen by the next query of every other. Writes take one transaction-scoped advisory lock per
+Several processes: the only index data a store keeps in memory are those posting-list copies,
+and each query checks them in its own snapshot, so a write by one process is seen by the next
+query of every other. Writes take one transaction-scoped advisory lock per
 schema, so concurrent syncs serialise (as SQLite's single writer does) instead of
 deadlocking or interleaving half-written tools; ``INSERT ... ON CONFLICT`` keeps ids unique.
 """
@@ -30,8 +33,9 @@ from typing import Any
 import numpy as np
 
 from toolscout.errors import ConfigError, StoreError, ToolNotFound
-from toolscout.models import Filters, ItemType, Scored, Tool
-from toolscout.store.base import LEXICAL_FIELDS, IndexEntry, IndexIdentity
+from toolscout.models import Filters, ItemType, Tool
+from toolscout.store.base import IndexEntry, IndexIdentity
+from toolscout.store.postgres_bm25 import PostgresLexicalLeg
 from toolscout.store.postgres_conn import (
     Conn,
     open_pool,
@@ -43,16 +47,12 @@ from toolscout.store.postgres_conn import (
 from toolscout.store.postgres_enrich import PostgresEnrichments
 from toolscout.store.postgres_lexical import (
     COPY_POSTINGS,
-    PRUNE_MAX_TERMS,
     add_postings,
-    bm25_sql,
-    document_terms,
     forget_postings,
-    query_terms,
-    top_bm25,
 )
-from toolscout.store.postgres_postings import PostingsCache, log_gone_docs, top_bm25_cached
+from toolscout.store.postgres_postings import PostingsCache, log_gone_docs
 from toolscout.store.postgres_skills import PostgresSkillTables
+from toolscout.store.postgres_terms import document_terms
 from toolscout.store.postgres_vector import PostgresVectorLeg
 
 _TOOL_COLUMNS = (
@@ -94,7 +94,9 @@ def _check_text(tool: Tool) -> None:
             )
 
 
-class PostgresStore(PostgresVectorLeg, PostgresSkillTables, PostgresEnrichments):
+class PostgresStore(
+    PostgresLexicalLeg, PostgresVectorLeg, PostgresSkillTables, PostgresEnrichments
+):
     """A :class:`~toolscout.store.base.Store` in a PostgreSQL schema (pgvector required)."""
 
     #: Each read takes its own pooled connection and runs on the server.
@@ -375,44 +377,6 @@ class PostgresStore(PostgresVectorLeg, PostgresSkillTables, PostgresEnrichments)
             raise ValueError(f"cannot group by {column!r}")
         rows = self._query(f"SELECT {column}, count(*) FROM tools GROUP BY {column}")
         return {str(r[0]): int(r[1]) for r in rows}
-
-    def lexical(
-        self,
-        tokens: Sequence[str],
-        *,
-        limit: int,
-        filters: Filters | None = None,
-        weights: Sequence[float] | None = None,
-    ) -> list[Scored]:
-        """Raises: ValueError (weights of the wrong length), StoreError."""
-        terms = query_terms([t for t in tokens if t])
-        if not terms or limit <= 0:
-            return []
-        w = list(weights) if weights is not None else [1.0] * len(LEXICAL_FIELDS)
-        if len(w) != len(LEXICAL_FIELDS):
-            raise ValueError(f"weights must have {len(LEXICAL_FIELDS)} entries")
-        cond, params = where_sql(filters)
-        filter_sql = None if cond == "true" else cond
-        if filter_sql is None and self._postings is not None:
-            with (
-                sql_errors("lexical query", self._target),
-                self._pool.connection() as conn,
-                conn.transaction(),
-            ):
-                top = top_bm25_cached(conn, self._postings, terms, w, limit)
-            return [Scored(i, s) for i, s in top]
-        # The pruning's bounds need non-negative weights; chatty queries of many terms match
-        # so much of the catalog that looking terms up tool by tool costs more than it saves.
-        if any(x < 0 for x in w) or len(set(terms)) > PRUNE_MAX_TERMS:
-            rows = self._query(bm25_sql(w, filter_sql), [terms, *params, limit, limit])
-            return [Scored(r[0], float(r[1])) for r in rows]
-        with (
-            sql_errors("lexical query", self._target),
-            self._pool.connection() as conn,
-            conn.transaction(),
-        ):
-            top = top_bm25(conn, terms, w, filter_sql, params, limit)
-        return [Scored(i, s) for i, s in top]
 
     def data_version(self) -> Hashable | None:
         """The write counter every write transaction bumps (shared by all processes).

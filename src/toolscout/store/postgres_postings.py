@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 
 from toolscout.errors import StoreError
 from toolscout.store.postgres_conn import Conn
-from toolscout.store.postgres_lexical import TF_COLUMNS, idf
+from toolscout.store.postgres_lexical import TF_COLUMNS
 
 #: One row of ``COPY ... (FORMAT BINARY)`` of (term index int4, doc int8, doc_len int4,
 #: tf int2 x 8): a field count, then each field as a length and big-endian bytes.
@@ -59,7 +59,7 @@ REFRESH_MIN = 2_000
 #: Deleted docs are remembered for this many write versions; older copies are read again whole.
 GONE_KEEP = 10_000
 #: Dense score arrays are indexed by doc; beyond this many docs, scores go through np.unique.
-_DENSE_MAX = 20_000_000
+DENSE_MAX = 20_000_000
 #: doc -> tool id pairs remembered (a doc's id never changes; a deleted doc is never scored).
 _IDS_MAX = 1_000_000
 
@@ -126,9 +126,11 @@ class PostingsCache:
         self._epoch: str | None = None
         self._ids: dict[int, str] = {}
         self._lock = threading.Lock()
-        #: Lists read whole, and lists refreshed in place, since the process started.
+        #: Lists read whole, lists refreshed in place, and filtered searches left to SQL,
+        #: since the process started.
         self.loaded = 0
         self.refreshed = 0
+        self.filter_fallbacks = 0
 
     @property
     def held(self) -> int:
@@ -181,10 +183,13 @@ class PostingsCache:
         too much changed are left out (read again whole by the caller)."""
         since = min(p.version for p in moved.values())
         budget = max(REFRESH_MIN, int(REFRESH_SHARE * sum(p.size for p in moved.values())))
+        # Newest first along the version indexes, so the scans stop at the budget whatever
+        # the planner's statistics say.
         rows = conn.execute(
-            "SELECT doc FROM tools WHERE lex_version > %s "
-            "UNION ALL SELECT doc FROM gone_docs WHERE version > %s LIMIT %s",
-            (since, since, budget + 1),
+            "(SELECT doc FROM tools WHERE lex_version > %s ORDER BY lex_version DESC LIMIT %s) "
+            "UNION ALL (SELECT doc FROM gone_docs WHERE version > %s "
+            "ORDER BY version DESC LIMIT %s)",
+            (since, budget + 1, since, budget + 1),
         ).fetchall()
         if len(rows) > budget:
             return {}
@@ -194,7 +199,7 @@ class PostingsCache:
         with cur.copy(_COPY_DOCS, (terms, [int(d) for d in changed], terms)) as copy:
             data = b"".join(bytes(chunk) for chunk in copy)
         top = max([int(changed.max()) if changed.size else -1] + [p.top for p in moved.values()])
-        if top < _DENSE_MAX:
+        if top < DENSE_MAX:
             mask = np.zeros(top + 1, dtype=bool)
             mask[changed] = True
 
@@ -269,89 +274,3 @@ def log_gone_docs(conn: Conn, tool_ids: Sequence[str]) -> None:
     ).fetchone()
     if horizon is not None:
         conn.execute("DELETE FROM gone_docs WHERE version <= %s", (int(horizon[0]),))
-
-
-def bm25_scores(
-    terms: Sequence[str],
-    lists: dict[str, PostingList],
-    df: dict[str, int],
-    rows: int,
-    avgdl: float,
-    weights: Sequence[float],
-) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    """Every doc holding a query term, and its BM25 score: ``bm25_sql``'s operations in its
-    order (field sum in column order, terms summed in query order), so the same floats."""
-    present = [t for t in terms if t in lists and lists[t].size]
-    if not present:
-        return np.zeros(0, dtype=np.int64), np.zeros(0)
-    top_doc = max(lists[t].top for t in present)
-    dense = top_doc < _DENSE_MAX
-    if dense:
-        acc = np.zeros(top_doc + 1)
-        seen = np.zeros(top_doc + 1, dtype=bool)
-    else:
-        universe, inverse = np.unique(
-            np.concatenate([lists[t].docs for t in present]), return_inverse=True
-        )
-        acc = np.zeros(universe.shape[0])
-        offsets = np.cumsum([0] + [lists[t].size for t in present])
-    k1_plus_1 = 1.2 + 1.0
-    norm = 1.0 - 0.75
-    for i, term in enumerate(present):
-        plist = lists[term]
-        tf = plist.tf.astype(np.float64)
-        f = float(weights[0]) * tf[:, 0]
-        for c in range(1, tf.shape[1]):
-            f = f + float(weights[c]) * tf[:, c]
-        length = (0.75 * plist.doc_len.astype(np.float64)) / avgdl
-        v = idf(df[term], rows) * ((f * k1_plus_1) / (f + 1.2 * (norm + length)))
-        if dense:
-            acc[plist.docs] += v
-            seen[plist.docs] = True
-        else:
-            acc[inverse[offsets[i] : offsets[i + 1]]] += v
-    if dense:
-        docs = np.flatnonzero(seen).astype(np.int64)
-        return docs, acc[docs]
-    return universe.astype(np.int64), acc
-
-
-def top_bm25_cached(
-    conn: Conn,
-    cache: PostingsCache,
-    terms: Sequence[str],
-    weights: Sequence[float],
-    limit: int,
-) -> list[tuple[str, float]]:
-    """The ``limit`` best tools of the whole catalog by BM25, ties by id, from cached lists
-    (run inside one REPEATABLE READ transaction)."""
-    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-    found = conn.execute(
-        "SELECT l.rows_indexed, l.tokens_indexed, l.epoch, l.gone_after, s.term, s.df, s.version "
-        "FROM lexical_stats l LEFT JOIN term_stats s ON s.term = ANY(%s) AND s.df > 0",
-        (list(set(terms)),),
-    ).fetchall()
-    rows, tokens, epoch, gone_after = (
-        int(found[0][0]),
-        int(found[0][1]),
-        str(found[0][2]),
-        int(found[0][3]),
-    )
-    live = [r for r in found if r[4] is not None]
-    if not live or rows <= 0:
-        return []
-    df = {str(r[4]): int(r[5]) for r in live}
-    lists = cache.lists(conn, {str(r[4]): int(r[6]) for r in live}, epoch, gone_after)
-    docs, scores = bm25_scores(terms, lists, df, rows, tokens / rows, weights)
-    if docs.size == 0:
-        return []
-    if docs.size > limit:
-        cut = np.partition(scores, docs.size - limit)[docs.size - limit]
-        keep = scores >= cut  # ties at the cut stay: ids decide among them
-        docs, scores = docs[keep], scores[keep]
-    ids = cache.tool_ids(conn, [int(d) for d in docs])
-    ranked = sorted(
-        ((ids[int(d)], float(s)) for d, s in zip(docs, scores, strict=True) if int(d) in ids),
-        key=lambda p: (-p[1], p[0]),
-    )
-    return ranked[:limit]
