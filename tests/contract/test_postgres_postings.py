@@ -16,7 +16,7 @@ from toolscout.store.base import LEXICAL_FIELDS, IndexEntry, IndexIdentity
 from toolscout.store.postgres import PostgresStore
 from toolscout.store.postgres_conn import parse_url
 from toolscout.store.postgres_lexical import bm25_sql
-from toolscout.store.postgres_postings import parse_copy
+from toolscout.store.postgres_postings import unpack
 from toolscout.store.postgres_terms import query_terms
 
 pytestmark = pytest.mark.postgres
@@ -115,12 +115,17 @@ def test_a_small_cache_evicts_lists_and_answers_the_same(
         small.close()
 
 
-def test_a_garbled_copy_stream_is_a_store_error() -> None:
-    with pytest.raises(StoreError, match="binary COPY"):
-        parse_copy(b"not a copy stream at all", 1)
-    header = b"PGCOPY\n\xff\r\n\x00" + bytes(8)
-    with pytest.raises(StoreError, match="layout"):
-        parse_copy(header + b"\x00\x0b\x00" + b"\xff\xff", 1)
+def test_packed_postings_unpack_or_fail_with_a_store_error() -> None:
+    one = (
+        (7).to_bytes(8, "big")
+        + (12).to_bytes(4, "big")
+        + b"".join((i).to_bytes(2, "big") for i in range(8))
+    )
+    docs, lens, tf = unpack(one + one.replace(b"\x07", b"\x09", 1))
+    assert docs.tolist() == [7, 9] and lens.tolist() == [12, 12]
+    assert tf.tolist() == [list(range(8))] * 2
+    with pytest.raises(StoreError, match=r"not whole postings.*db upgrade"):
+        unpack(one[:-1])
 
 
 @pytest.mark.parametrize("case", ["too much changed", "deletions forgotten"])

@@ -13,9 +13,9 @@ too (``tools.lex_version``); deleted tools' docs go to ``gone_docs``. A query re
 of its terms in the same snapshot as the statistics. A list whose version moved is refreshed:
 its entries for the docs written or deleted since its version are replaced by those docs'
 current postings (one statement for all of a query's lists), or, when too much changed, read
-again whole in one binary COPY. ``lexical_stats.epoch`` changes when the index is reset or the
-schema created again, which empties the cache. Only memory is traded: ``postings_cache``
-postings (28 bytes each) per process, least recently used lists first out.
+again whole (one packed bytea per list). ``lexical_stats.epoch`` changes when the index is
+reset or the schema created again, which empties the cache. Only memory is traded:
+``postings_cache`` postings (28 bytes each) per process, least recently used lists first out.
 """
 
 from __future__ import annotations
@@ -32,25 +32,23 @@ from toolscout.errors import StoreError
 from toolscout.store.postgres_conn import Conn
 from toolscout.store.postgres_lexical import TF_COLUMNS
 
-#: One row of ``COPY ... (FORMAT BINARY)`` of (term index int4, doc int8, doc_len int4,
-#: tf int2 x 8): a field count, then each field as a length and big-endian bytes.
-_ROW = np.dtype(
-    [("n", ">i2"), ("lk", ">i4"), ("k", ">i4"), ("ld", ">i4"), ("doc", ">i8")]
-    + [("ll", ">i4"), ("len", ">i4")]
-    + [p for i in range(len(TF_COLUMNS)) for p in ((f"lt{i}", ">i4"), (f"t{i}", ">i2"))]
+#: One posting as the server packs it: doc int8, doc_len int4, tf int2 per field, big-endian.
+_PACKED = np.dtype(
+    [("doc", ">i8"), ("len", ">i4")] + [(f"t{i}", ">i2") for i in range(len(TF_COLUMNS))]
 )
-_HEADER = b"PGCOPY\n\xff\r\n\x00"
-_SELECT = "SELECT array_position(%s::text[], p.term)::int4, p.doc, p.doc_len, " + ", ".join(
-    f"p.{c}" for c in TF_COLUMNS
+_PACK = "int8send(p.doc) || int4send(p.doc_len) || " + " || ".join(
+    f"int2send(p.{c})" for c in TF_COLUMNS
 )
-_COPY = (
-    f"COPY ({_SELECT} FROM postings p WHERE p.term = ANY(%s::text[]) ORDER BY 1, 2) "
-    "TO STDOUT (FORMAT BINARY)"
+#: Each term's postings as one bytea (binary results): one row per term, no per-row messages,
+#: twice as fast as a binary COPY of the rows. Posting order does not matter to the scores.
+_READ = (
+    f"SELECT array_position(%s::text[], p.term)::int4, string_agg({_PACK}, ''::bytea) "
+    "FROM postings p WHERE p.term = ANY(%s::text[]) GROUP BY 1"
 )
 #: The postings of some docs (``postings_doc`` index), for refreshing lists.
-_COPY_DOCS = (
-    f"COPY ({_SELECT} FROM postings p WHERE p.doc = ANY(%s::bigint[]) "
-    "AND p.term = ANY(%s::text[]) ORDER BY 1, 2) TO STDOUT (FORMAT BINARY)"
+_READ_DOCS = (
+    f"SELECT array_position(%s::text[], p.term)::int4, string_agg({_PACK}, ''::bytea) "
+    "FROM postings p WHERE p.doc = ANY(%s::bigint[]) AND p.term = ANY(%s::text[]) GROUP BY 1"
 )
 #: A list is refreshed in place while the docs changed since its version number at most this
 #: share of its postings (or REFRESH_MIN); beyond, it is read again whole.
@@ -66,10 +64,10 @@ _IDS_MAX = 1_000_000
 
 @dataclass(frozen=True)
 class PostingList:
-    """One term's postings as of ``version``: docs ascending, token counts, tf per field."""
+    """One term's postings as of ``version``: docs, token counts, tf per field."""
 
     version: int
-    docs: NDArray[np.int64]  # not sorted once refreshed
+    docs: NDArray[np.int64]  # in no particular order
     doc_len: NDArray[np.int32]
     tf: NDArray[np.int16]  # (postings, fields)
     top: int  # the largest doc, -1 when empty
@@ -82,35 +80,33 @@ class PostingList:
 _Arrays = tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.int16]]
 
 
-def parse_copy(data: bytes, terms: int) -> list[_Arrays]:
-    """Split a binary COPY of postings into per-term (docs, doc_len, tf) arrays.
+def unpack(blob: bytes) -> _Arrays:
+    """One term's packed postings as (docs, doc_len, tf) arrays.
 
-    Raises: StoreError when the stream is not the expected layout."""
-    fields = 3 + len(TF_COLUMNS)
-    if not data.startswith(_HEADER) or len(data) < 21:
-        raise StoreError("postings copy: not a PostgreSQL binary COPY stream")
-    start = 19 + int.from_bytes(data[15:19], "big")
-    body = data[start:-2]
-    if data[-2:] != b"\xff\xff" or len(body) % _ROW.itemsize:
-        raise StoreError("postings copy: unexpected row layout")
-    rows = np.frombuffer(body, dtype=_ROW)
-    if rows.size and (
-        (rows["n"] != fields).any() or (rows["ld"] != 8).any() or (rows["ll"] != 4).any()
-    ):
-        raise StoreError("postings copy: unexpected field count or width")
-    tf = np.stack([rows[f"t{i}"].astype(np.int16) for i in range(len(TF_COLUMNS))], axis=1)
-    keys = rows["k"].astype(np.int64)
-    bounds = np.searchsorted(keys, np.arange(1, terms + 2))  # rows are ordered by term index
-    out: list[_Arrays] = []
-    for i in range(terms):
-        lo, hi = int(bounds[i]), int(bounds[i + 1])
-        out.append(
-            (
-                rows["doc"][lo:hi].astype(np.int64),
-                rows["len"][lo:hi].astype(np.int32),
-                np.ascontiguousarray(tf[lo:hi]),
-            )
+    Raises: StoreError when the bytes are not whole postings."""
+    if len(blob) % _PACKED.itemsize:
+        raise StoreError(
+            f"postings read: {len(blob)} bytes are not whole postings of {_PACKED.itemsize} "
+            "bytes; the postings table does not have the layout this version expects "
+            "(run `toolscout db upgrade`)"
         )
+    rows = np.frombuffer(blob, dtype=_PACKED)
+    tf = np.stack([rows[f"t{i}"] for i in range(len(TF_COLUMNS))], axis=1).astype(np.int16)
+    return rows["doc"].astype(np.int64), rows["len"].astype(np.int32), tf
+
+
+def read_lists(conn: Conn, query: str, params: Sequence[object], terms: int) -> list[_Arrays]:
+    """Run ``_READ`` or ``_READ_DOCS``: the arrays of each of ``terms`` terms, in order."""
+    empty: _Arrays = (
+        np.empty(0, dtype=np.int64),
+        np.empty(0, dtype=np.int32),
+        np.empty((0, len(TF_COLUMNS)), dtype=np.int16),
+    )
+    out = [empty] * terms
+    for key, blob in conn.cursor(binary=True).execute(query, params).fetchall():
+        if not isinstance(key, int) or not 1 <= key <= terms:
+            raise StoreError(f"postings read: unexpected term index {key!r}")
+        out[key - 1] = unpack(bytes(blob))
     return out
 
 
@@ -161,10 +157,8 @@ class PostingsCache:
             got.update(self._refresh(conn, moved, versions))
         whole = [t for t in versions if t not in got]
         if whole:
-            cur = conn.cursor()
-            with cur.copy(_COPY, (whole, whole)) as copy:
-                data = b"".join(bytes(chunk) for chunk in copy)
-            for term, arrays in zip(whole, parse_copy(data, len(whole)), strict=True):
+            arrays_of = read_lists(conn, _READ, (whole, whole), len(whole))
+            for term, arrays in zip(whole, arrays_of, strict=True):
                 got[term] = _plist(versions[term], *arrays)
         fresh = [t for t in versions if t in moved or t in whole]
         if fresh:
@@ -195,9 +189,7 @@ class PostingsCache:
             return {}
         changed = np.array([int(r[0]) for r in rows], dtype=np.int64)
         terms = list(moved)
-        cur = conn.cursor()
-        with cur.copy(_COPY_DOCS, (terms, [int(d) for d in changed], terms)) as copy:
-            data = b"".join(bytes(chunk) for chunk in copy)
+        now = read_lists(conn, _READ_DOCS, (terms, [int(d) for d in changed], terms), len(terms))
         top = max([int(changed.max()) if changed.size else -1] + [p.top for p in moved.values()])
         if top < DENSE_MAX:
             mask = np.zeros(top + 1, dtype=bool)
@@ -211,7 +203,7 @@ class PostingsCache:
                 return np.isin(docs, changed)
 
         out: dict[str, PostingList] = {}
-        for term, (docs, lens, tf) in zip(terms, parse_copy(data, len(terms)), strict=True):
+        for term, (docs, lens, tf) in zip(terms, now, strict=True):
             old = moved[term]
             keep = ~is_changed(old.docs)
             out[term] = _plist(
