@@ -103,16 +103,38 @@ def test_a_schema_created_again_empties_the_cache(pg_url: str) -> None:
 def test_a_small_cache_evicts_lists_and_answers_the_same(
     pg_url: str, url_with: Callable[..., str]
 ) -> None:
-    small = PostgresStore(url_with(pg_url, postings_cache=60))
+    # The queries' lists hold ~680 postings in all, each query's at most ~340.
+    small = PostgresStore(url_with(pg_url, postings_cache=400))
     try:
         small.bind(IDENTITY)
         rng = np.random.default_rng(4)
         small.upsert([entry(i, rng) for i in range(200)])
         for _ in range(2):
             assert answers(small) == [exhaustive(small, q, 15) for q in QUERIES]
-            assert small._postings is not None and small._postings.held <= 60
+            assert small._postings is not None and small._postings.held <= 400
+        live = {t for q in QUERIES for t in q if t != "rare"}
+        assert small._postings.loaded > len(live)  # evicted lists were read again
+        assert small._postings.oversize_fallbacks == 0
     finally:
         small.close()
+
+
+def test_lists_larger_than_the_cache_are_left_to_sql(
+    pg_url: str, url_with: Callable[..., str]
+) -> None:
+    tiny = PostgresStore(url_with(pg_url, postings_cache=100))
+    try:
+        tiny.bind(IDENTITY)
+        rng = np.random.default_rng(4)
+        tiny.upsert([entry(i, rng) for i in range(200)])
+        for _ in range(2):
+            assert answers(tiny) == [exhaustive(tiny, q, 15) for q in QUERIES]
+        assert tiny._postings is not None and tiny._postings.held <= 100
+        # "w0" alone is in most tools: those queries go to SQL each time, the rest are cached
+        assert 0 < tiny._postings.oversize_fallbacks < 2 * len(QUERIES)
+        assert tiny._postings.loaded > 0
+    finally:
+        tiny.close()
 
 
 def test_packed_postings_unpack_or_fail_with_a_store_error() -> None:

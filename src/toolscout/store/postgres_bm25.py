@@ -124,7 +124,8 @@ def top_bm25_cached(
 ) -> list[tuple[str, float]] | None:
     """The ``limit`` best tools by BM25, ties by id, from cached lists (run inside one
     REPEATABLE READ transaction); with ``filter_sql`` (a condition on tools ``t``) only tools
-    that pass it, or None when the filter passes too few of the best (the caller asks SQL)."""
+    that pass it. None when the filter passes too few of the best, or when the query's lists
+    hold more postings than the whole cache: the caller asks SQL (both counted in ``cache``)."""
     conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
     found = conn.execute(
         "SELECT l.rows_indexed, l.tokens_indexed, l.epoch, l.gone_after, s.term, s.df, s.version "
@@ -141,6 +142,10 @@ def top_bm25_cached(
     if not live or rows <= 0:
         return []
     df = {str(r[4]): int(r[5]) for r in live}
+    if sum(df.values()) > cache.capacity:
+        # Lists that cannot stay would be read whole on every such query: SQL prunes instead.
+        cache.oversize_fallbacks += 1
+        return None
     lists = cache.lists(conn, {str(r[4]): int(r[6]) for r in live}, epoch, gone_after)
     docs, scores = bm25_scores(terms, lists, df, rows, tokens / rows, weights)
     if docs.size == 0:
@@ -148,6 +153,7 @@ def top_bm25_cached(
     if filter_sql is not None:
         keep_at = _passing(conn, docs, scores, filter_sql, params, limit)
         if keep_at is None:
+            cache.filter_fallbacks += 1
             return None
         docs, scores = docs[keep_at], scores[keep_at]
     elif docs.size > limit:
@@ -198,8 +204,8 @@ class PostgresLexicalLeg:
                 cached = top_bm25_cached(conn, self._postings, terms, w, limit, filter_sql, params)
             if cached is not None:
                 return [Scored(i, s) for i, s in cached]
-            self._postings.filter_fallbacks += 1
-            # a filter that passes few tools: the SQL below starts from it
+            # a filter that passes few tools (the SQL below starts from it), or lists too
+            # large for the cache
         # The pruning's bounds need non-negative weights; chatty queries of many terms match
         # so much of the catalog that looking terms up tool by tool costs more than it saves.
         if any(x < 0 for x in w) or len(set(terms)) > PRUNE_MAX_TERMS:

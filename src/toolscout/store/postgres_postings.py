@@ -122,11 +122,12 @@ class PostingsCache:
         self._epoch: str | None = None
         self._ids: dict[int, str] = {}
         self._lock = threading.Lock()
-        #: Lists read whole, lists refreshed in place, and filtered searches left to SQL,
-        #: since the process started.
+        #: Lists read whole, lists refreshed in place, filtered searches left to SQL, and
+        #: searches left to SQL because their lists outsize the cache, since the process started.
         self.loaded = 0
         self.refreshed = 0
         self.filter_fallbacks = 0
+        self.oversize_fallbacks = 0
 
     @property
     def held(self) -> int:
