@@ -11,6 +11,7 @@ import pytest
 
 from toolscout.errors import StoreError
 from toolscout.models import Tool
+from toolscout.store import postgres_bm25
 from toolscout.store import postgres_postings as postings
 from toolscout.store.base import LEXICAL_FIELDS, IndexEntry, IndexIdentity
 from toolscout.store.postgres import PostgresStore
@@ -135,6 +136,23 @@ def test_lists_larger_than_the_cache_are_left_to_sql(
         assert tiny._postings.loaded > 0
     finally:
         tiny.close()
+
+
+@pytest.mark.parametrize("spread", [0, 10**9])
+def test_scores_are_the_same_summed_densely_or_sparsely(
+    pg_url: str, spread: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(postgres_bm25, "DENSE_SPREAD", spread)
+    monkeypatch.setattr(postgres_bm25, "DENSE_MAX", 10**9 if spread else 0)
+    store = PostgresStore(pg_url)
+    try:
+        store.bind(IDENTITY)
+        rng = np.random.default_rng(5)
+        store.upsert([entry(i, rng) for i in range(200)])
+        store.delete([f"s{i % 3}::t{i:04d}" for i in range(0, 200, 7)])  # gaps in the docs
+        assert answers(store) == [exhaustive(store, q, 15) for q in QUERIES]
+    finally:
+        store.close()
 
 
 def test_packed_postings_unpack_or_fail_with_a_store_error() -> None:
