@@ -32,9 +32,16 @@ and the time spent in each store method. Also: the top-5 ids agreement between t
 the HNSW leg's recall against exact numpy search (recall@10 for ``nearest(limit=10)`` and
 recall@100 for the 100 candidates the hybrid searcher asks for) per query vector row.
 
+After the timed passes a new PostgreSQL store (a replica joining a warm database: its copies
+empty, or preloaded with ``postings_warm``) runs one pass of the short set
+(``new_process_first_pass``, with the time to open it).
+
 ``--sql-lexical`` also times a third store on the same PostgreSQL schema with
 ``postings_cache=0``: BM25 computed by PostgreSQL's own statements instead of over the
 process's copies of the posting lists (the baseline for that cache).
+
+``--pg-options K=V ...`` adds store options to the PostgreSQL URL (e.g. ``postings_warm=1000000``:
+the posting lists preloaded when the store opens; the bench waits for that and logs its time).
 
 ``--workdir DIR`` keeps the embedded server's data and the SQLite files there, and reuses a
 loaded and classified catalog on the next run (schema ``hier<size>``).
@@ -262,11 +269,14 @@ def run_size(
     ef_sweep: Sequence[int],
     log: Callable[[str], None],
     sql_lexical: bool = False,
+    pg_options: Sequence[str] = (),
 ) -> dict[str, Any]:
     entries = catalog_entries(size, embedder)
     stores: dict[str, Store] = {
         "sqlite": SQLiteStore(f"sqlite:///{workdir}/hier-{size}.db"),
-        "postgres": PostgresStore(with_schema(pg_url, f"hier{size}")),
+        "postgres": PostgresStore(
+            with_schema(pg_url, f"hier{size}") + "".join(f"&{o}" for o in pg_options)
+        ),
     }
     if sql_lexical:
         url = with_schema(pg_url, f"hier{size}") + "&postings_cache=0"
@@ -274,6 +284,12 @@ def run_size(
     result: dict[str, Any] = {"size": size}
     for name, store in stores.items():
         log(f"[{size}] {name}: {prepare_store(store, entries, embedder)}")
+    warmer = getattr(stores["postgres"], "_warmer", None)
+    if warmer is not None:
+        t0 = time.perf_counter()
+        warmer.thread.join()
+        held = stores["postgres"]._postings.held  # type: ignore[attr-defined]
+        log(f"[{size}] postgres: {held} postings preloaded ({time.perf_counter() - t0:.1f} s more)")
     rows = query_rows(fixed, sets)
     for set_name, queries in sets.items():
         tops: dict[str, list[list[str]]] = {}
@@ -291,6 +307,22 @@ def run_size(
         held = pg._postings.held
         result["postings_cached"] = {"postings": held, "mb": round(held * 28 / 1e6, 1)}
         log(f"[{size}] posting lists cached in the process: {result['postings_cached']}")
+    # A new process joining a warm database (a replica starting): a fresh store, its copies
+    # empty (or preloaded, with postings_warm), one pass of the short queries.
+    pg_url_full = with_schema(pg_url, f"hier{size}") + "".join(f"&{o}" for o in pg_options)
+    t0 = time.perf_counter()
+    joining = PostgresStore(pg_url_full)
+    if joining._warmer is not None:
+        joining._warmer.thread.join()
+    opened = time.perf_counter() - t0
+    res = time_queries(joining, fixed, sets["short"], passes=1)
+    joining.close()
+    result["new_process_first_pass"] = first = {
+        "open_s": round(opened, 2),
+        "find": res["find"],
+        "store_calls_mean_ms": res["store_calls_mean_ms"],
+    }
+    log(f"[{size}] a new process's first pass, short postgres: {json.dumps(first)}")
     # A 1 % sync (the same texts written again: every term of those tools changes version),
     # then two passes of the short queries: what the first searches after a sync cost, and
     # the pass after them.
@@ -341,6 +373,7 @@ def main() -> int:
     parser.add_argument("--ef-sweep", type=int, nargs="*", default=[])
     parser.add_argument("--sets", nargs="+", default=["short", "long"])
     parser.add_argument("--sql-lexical", action="store_true", help="also postings_cache=0")
+    parser.add_argument("--pg-options", nargs="*", default=[], help="K=V store URL options")
     args = parser.parse_args()
     # Fallbacks to the whole catalog are counted in the report, not logged per query.
     logging.getLogger("toolscout.search").setLevel(logging.ERROR)
@@ -360,7 +393,16 @@ def main() -> int:
         log(f"queries: {', '.join(f'{k} {len(v)}' for k, v in sets.items())}")
         results = [
             run_size(
-                size, pg_url, workdir, embedder, fixed, sets, args.ef_sweep, log, args.sql_lexical
+                size,
+                pg_url,
+                workdir,
+                embedder,
+                fixed,
+                sets,
+                args.ef_sweep,
+                log,
+                args.sql_lexical,
+                args.pg_options,
             )
             for size in args.sizes
         ]

@@ -138,6 +138,54 @@ def test_lists_larger_than_the_cache_are_left_to_sql(
         tiny.close()
 
 
+def test_a_warmed_process_answers_from_preloaded_lists(
+    pg_url: str, url_with: Callable[..., str]
+) -> None:
+    writer = PostgresStore(pg_url)
+    try:
+        writer.bind(IDENTITY)
+        rng = np.random.default_rng(6)
+        writer.upsert([entry(i, rng) for i in range(200)])
+        postings_in_all = int(writer._query("SELECT count(*) FROM postings")[0][0])
+        warm = PostgresStore(url_with(pg_url, postings_warm=postings_in_all))
+        partial = PostgresStore(url_with(pg_url, postings_warm=400))
+        try:
+            for store in (warm, partial):
+                assert store._warmer is not None and store._postings is not None
+                store._warmer.thread.join(timeout=60)
+            assert warm._postings is not None and partial._postings is not None
+            assert warm._postings.held == postings_in_all
+            assert 0 < partial._postings.held <= 400
+            assert "w0" in partial._postings._lists  # the most common terms first
+            loaded = warm._postings.loaded
+            assert answers(warm) == [exhaustive(warm, q, 15) for q in QUERIES]
+            assert warm._postings.loaded == loaded  # nothing read on first use
+            # preloaded lists still follow writes made elsewhere
+            writer.upsert([entry(i, rng, extra=" w0 w5") for i in range(40)])
+            assert answers(warm) == [exhaustive(warm, q, 15) for q in QUERIES]
+            assert warm._postings.refreshed > 0
+        finally:
+            warm.close()
+            partial.close()
+    finally:
+        writer.close()
+
+
+def test_closing_a_store_while_it_warms_is_quiet(
+    pg_url: str, url_with: Callable[..., str], caplog: pytest.LogCaptureFixture
+) -> None:
+    writer = PostgresStore(pg_url)
+    try:
+        writer.bind(IDENTITY)
+        writer.upsert([entry(i, np.random.default_rng(7)) for i in range(200)])
+    finally:
+        writer.close()
+    store = PostgresStore(url_with(pg_url, postings_warm=10**6))
+    store.close()
+    assert store._warmer is not None and not store._warmer.thread.is_alive()
+    assert "not preloaded" not in caplog.text
+
+
 @pytest.mark.parametrize("spread", [0, 10**9])
 def test_scores_are_the_same_summed_densely_or_sparsely(
     pg_url: str, spread: int, monkeypatch: pytest.MonkeyPatch

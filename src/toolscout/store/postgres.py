@@ -50,7 +50,7 @@ from toolscout.store.postgres_lexical import (
     add_postings,
     forget_postings,
 )
-from toolscout.store.postgres_postings import PostingsCache, log_gone_docs
+from toolscout.store.postgres_postings import PostingsCache, Warmer, log_gone_docs
 from toolscout.store.postgres_skills import PostgresSkillTables
 from toolscout.store.postgres_terms import document_terms
 from toolscout.store.postgres_vector import PostgresVectorLeg
@@ -118,6 +118,12 @@ class PostgresStore(
             self._pool.close()
             raise
         self._dim: int | None = ident.dim if ident else None
+        warm = self._target.postings_warm
+        self._warmer = (
+            Warmer(self._pool, self._postings, warm, self.url)
+            if self._postings is not None and warm > 0
+            else None
+        )
 
     # -- plumbing ---------------------------------------------------------------------------
     @contextmanager
@@ -385,5 +391,7 @@ class PostgresStore(
         return int(self._query("SELECT version FROM lexical_stats")[0][0])
 
     def close(self) -> None:
-        """Close the connection pool."""
+        """Stop preloading postings, close the connection pool."""
+        if self._warmer is not None:
+            self._warmer.stop()
         self._pool.close()

@@ -50,6 +50,10 @@ _INT_OPTIONS = {
     # Postings each process keeps as numpy arrays for BM25 (28 bytes each; 0: score in SQL).
     # 2M covers a 100k-tool catalog (store/postgres_postings.py).
     "postings_cache": 2_000_000,
+    # Postings of the most common terms each process reads into that cache in the background
+    # when it opens the store (0: none; lists are then read on first use, which makes a fresh
+    # process's first searches slower: docs/BENCHMARKS.md section 7).
+    "postings_warm": 0,
 }
 
 
@@ -66,6 +70,7 @@ class PgTarget:
     ef_search: int
     exact_below: int
     postings_cache: int
+    postings_warm: int
 
 
 def parse_url(url: str) -> PgTarget:

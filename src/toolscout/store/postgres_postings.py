@@ -20,6 +20,7 @@ reset or the schema created again, which empties the cache. Only memory is trade
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -27,10 +28,13 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
+from psycopg_pool import ConnectionPool
 
 from toolscout.errors import StoreError
 from toolscout.store.postgres_conn import Conn
 from toolscout.store.postgres_lexical import TF_COLUMNS
+
+log = logging.getLogger(__name__)
 
 #: One posting as the server packs it: doc int8, doc_len int4, tf int2 per field, big-endian.
 _PACKED = np.dtype(
@@ -58,6 +62,8 @@ REFRESH_MIN = 2_000
 GONE_KEEP = 10_000
 #: Dense score arrays are indexed by doc; beyond this many docs, scores go through np.unique.
 DENSE_MAX = 20_000_000
+#: Terms read per statement while warming the cache.
+_WARM_BATCH = 64
 #: doc -> tool id pairs remembered (a doc's id never changes; a deleted doc is never scored).
 _IDS_MAX = 1_000_000
 
@@ -170,6 +176,27 @@ class PostingsCache:
                     self._store(term, got[term])
         return got
 
+    def warm(self, conn: Conn, budget: int, stop: threading.Event | None = None) -> int:
+        """Read the lists of the most common terms, up to ``budget`` postings (and the cache's
+        capacity), in one REPEATABLE READ snapshot on ``conn`` (a fresh transaction), a batch
+        of terms at a time until ``stop`` is set. Returns the postings now held."""
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        stats = conn.execute("SELECT epoch, gone_after FROM lexical_stats").fetchone()
+        if stats is None:
+            return self._held
+        rows = conn.execute(
+            "SELECT term, version FROM (SELECT term, version, sum(df) OVER "
+            "(ORDER BY df DESC, term ROWS UNBOUNDED PRECEDING) AS upto FROM term_stats "
+            "WHERE df > 0) s WHERE upto <= %s ORDER BY upto",
+            (min(budget, self.capacity),),
+        ).fetchall()
+        for start in range(0, len(rows), _WARM_BATCH):
+            if stop is not None and stop.is_set():
+                break
+            batch = {str(r[0]): int(r[1]) for r in rows[start : start + _WARM_BATCH]}
+            self.lists(conn, batch, str(stats[0]), int(stats[1]))
+        return self._held
+
     def _refresh(
         self, conn: Conn, moved: dict[str, PostingList], versions: dict[str, int]
     ) -> dict[str, PostingList]:
@@ -243,6 +270,34 @@ class PostingsCache:
                     self._ids.clear()
                 self._ids.update(found)
         return known
+
+
+class Warmer:
+    """Preloads a cache with the most common terms' lists (``PostingsCache.warm``) in a
+    background thread, so a fresh process's first searches do not read them. An
+    optimisation: a failure is logged, never raised."""
+
+    def __init__(
+        self, pool: ConnectionPool[Conn], cache: PostingsCache, budget: int, where: str
+    ) -> None:
+        self._pool, self._cache, self._budget, self._where = pool, cache, budget, where
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="toolscout-warm", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                held = self._cache.warm(conn, self._budget, self._stop)
+            log.info("postings preloaded: %d in %s", held, self._where)
+        except Exception as exc:
+            if not self._stop.is_set():
+                log.warning("postings not preloaded from %s: %s", self._where, exc)
+
+    def stop(self) -> None:
+        """Stop after the batch being read; wait for the thread."""
+        self._stop.set()
+        self.thread.join(timeout=30)
 
 
 def _plist(
