@@ -272,11 +272,10 @@ def run_size(
     pg_options: Sequence[str] = (),
 ) -> dict[str, Any]:
     entries = catalog_entries(size, embedder)
+    pg_store_url = with_schema(pg_url, f"hier{size}") + "".join(f"&{o}" for o in pg_options)
     stores: dict[str, Store] = {
         "sqlite": SQLiteStore(f"sqlite:///{workdir}/hier-{size}.db"),
-        "postgres": PostgresStore(
-            with_schema(pg_url, f"hier{size}") + "".join(f"&{o}" for o in pg_options)
-        ),
+        "postgres": PostgresStore(pg_store_url),
     }
     if sql_lexical:
         url = with_schema(pg_url, f"hier{size}") + "&postings_cache=0"
@@ -309,9 +308,8 @@ def run_size(
         log(f"[{size}] posting lists cached in the process: {result['postings_cached']}")
     # A new process joining a warm database (a replica starting): a fresh store, its copies
     # empty (or preloaded, with postings_warm), one pass of the short queries.
-    pg_url_full = with_schema(pg_url, f"hier{size}") + "".join(f"&{o}" for o in pg_options)
     t0 = time.perf_counter()
-    joining = PostgresStore(pg_url_full)
+    joining = PostgresStore(pg_store_url)
     if joining._warmer is not None:
         joining._warmer.thread.join()
     opened = time.perf_counter() - t0

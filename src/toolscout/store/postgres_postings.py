@@ -45,15 +45,13 @@ _PACK = "int8send(p.doc) || int4send(p.doc_len) || " + " || ".join(
 )
 #: Each term's postings as one bytea (binary results): one row per term, no per-row messages,
 #: twice as fast as a binary COPY of the rows. Posting order does not matter to the scores.
-_READ = (
+_PACKED_BY_TERM = (
     f"SELECT array_position(%s::text[], p.term)::int4, string_agg({_PACK}, ''::bytea) "
-    "FROM postings p WHERE p.term = ANY(%s::text[]) GROUP BY 1"
+    "FROM postings p WHERE {} p.term = ANY(%s::text[]) GROUP BY 1"
 )
+_READ = _PACKED_BY_TERM.format("")
 #: The postings of some docs (``postings_doc`` index), for refreshing lists.
-_READ_DOCS = (
-    f"SELECT array_position(%s::text[], p.term)::int4, string_agg({_PACK}, ''::bytea) "
-    "FROM postings p WHERE p.doc = ANY(%s::bigint[]) AND p.term = ANY(%s::text[]) GROUP BY 1"
-)
+_READ_DOCS = _PACKED_BY_TERM.format("p.doc = ANY(%s::bigint[]) AND")
 #: A list is refreshed in place while the docs changed since its version number at most this
 #: share of its postings (or REFRESH_MIN); beyond, it is read again whole.
 REFRESH_SHARE = 0.25
@@ -244,7 +242,7 @@ class PostingsCache:
 
     def _store(self, term: str, plist: PostingList) -> None:
         if plist.size > self.capacity:
-            return  # used for this query only
+            return  # callers keep lists within capacity; one larger would flush the rest
         old = self._lists.pop(term, None)
         if old is not None:
             self._held -= old.size
