@@ -29,6 +29,7 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, vector_cache:
             monkeypatch.delenv(key)
     monkeypatch.setenv("TOOLSCOUT_CACHE_DIR", str(vector_cache))
     monkeypatch.setenv("TOOLSCOUT_DB", str(tmp_path / "default.db"))
+    monkeypatch.setenv("TOOLSCOUT_REPORTS_DIR", str(tmp_path / "reports"))
 
 
 @pytest.fixture

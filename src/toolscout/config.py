@@ -27,6 +27,10 @@ def default_db() -> str:
     return str(Path(platformdirs.user_data_dir("toolscout")) / "index.db")
 
 
+def default_reports_dir() -> str:
+    return str(Path(platformdirs.user_data_dir("toolscout")) / "reports")
+
+
 def default_cache_dir() -> str:
     return str(Path(platformdirs.user_cache_dir("toolscout")))
 
@@ -77,6 +81,10 @@ class Settings(BaseSettings):
         default=1024, ge=0, description="finished searches kept until the index changes (0: off)"
     )
     cache_dir: str = Field(default_factory=default_cache_dir)
+    reports_dir: str = Field(
+        default_factory=default_reports_dir,
+        description="where `toolscout eval` writes its report files (the web console reads them)",
+    )
 
     fusion: str = "adaptive"
     lexical_weight: float = 1.0

@@ -23,6 +23,7 @@ from toolscout.enrich.ops import EnrichmentOps
 from toolscout.enrich.pipeline import EnrichmentPipeline
 from toolscout.errors import QueryError
 from toolscout.ingest.sources import Loaded
+from toolscout.ingest.synclog import Inventory, inventory
 from toolscout.models import (
     Filters,
     IndexReport,
@@ -34,6 +35,7 @@ from toolscout.models import (
     Tool,
 )
 from toolscout.search.document import DOCUMENT_VERSION, embed_text, lexical_fields
+from toolscout.search.explain import Explanation, explain
 from toolscout.search.hybrid import DEFAULT_FIELD_WEIGHTS, HybridSearcher, SearchConfig, check_query
 from toolscout.search.results import ResultCache
 from toolscout.search.text import ANALYZER_VERSION
@@ -311,6 +313,26 @@ class Engine(EnrichmentOps, SkillOps):
             self.result_cache.store(key, version, replace(result, timings_ms=dict(timings)))
         return result
 
+    def explain(
+        self,
+        query: str,
+        *,
+        strategy: str = "hierarchical",
+        mode: SearchMode | str = SearchMode.HYBRID,
+        limit: int = 5,
+        server: str | None = None,
+        item_type: ItemType | str | None = None,
+    ) -> Explanation:
+        """A search with the evidence for every hit (see :mod:`toolscout.search.explain`).
+
+        Raises:
+            QueryError: naming the invalid field. StoreError, EmbedError.
+        """
+        return explain(
+            self, query, strategy=strategy, mode=mode, limit=limit, server=server,
+            item_type=item_type,
+        )  # fmt: skip
+
     def get_tool(self, tool_id: str) -> Tool:
         """Raises: ToolNotFound."""
         return self.store.get(tool_id)
@@ -340,6 +362,14 @@ class Engine(EnrichmentOps, SkillOps):
         )
         tools = self.store.list_tools(filters, offset=offset, limit=limit)
         return tools, self.store.count(filters)
+
+    def inventory(self) -> Inventory:
+        """Tools per server and per source, and each source's last sync.
+
+        Raises:
+            StoreError.
+        """
+        return inventory(self.store)
 
     def query_cache_stats(self) -> dict[str, int] | None:
         """Hits, misses and entries of the query-vector cache, or None when it is off."""

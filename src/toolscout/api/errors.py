@@ -30,6 +30,7 @@ from toolscout.errors import (
     ToolNotFound,
     ToolscoutError,
 )
+from toolscout.eval.reports import ReportNotFound
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ ERROR_TABLE: tuple[tuple[type[ToolscoutError], ErrorKind], ...] = (
     (SkillNotFound, ErrorKind(404, "skill_not_found")),
     (SuggestionNotFound, ErrorKind(404, "suggestion_not_found")),
     (JobNotFound, ErrorKind(404, "job_not_found")),
+    (ReportNotFound, ErrorKind(404, "report_not_found")),
     (SkillExists, ErrorKind(409, "skill_exists")),
     (SkillError, ErrorKind(422, "invalid_skill")),
     (AccessDenied, ErrorKind(401, "unauthorized")),

@@ -316,11 +316,13 @@ def create_app(
     _search_routes(app)
     _tool_routes(app)
     _service_routes(app)
+    from toolscout.api.console import console_router
     from toolscout.api.enrich_http import enrich_routes  # these import this module too
     from toolscout.api.skills_http import skill_routes  # it imports this module's helpers
 
     skill_routes(app)
     enrich_routes(app)
+    app.include_router(console_router(s))  # the web console at /
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     return app
 

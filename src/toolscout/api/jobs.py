@@ -116,6 +116,11 @@ class JobRunner:
             raise JobNotFound(job_id)
         return job
 
+    def recent(self) -> list[Job]:
+        """The jobs kept (the running one and the last finished ones), newest first."""
+        with self._lock:
+            return list(reversed(self._jobs.values()))
+
     def wait(self, job_id: str, timeout: float) -> Job:
         """Block until the job's thread ends or ``timeout`` seconds pass; returns its state.
 

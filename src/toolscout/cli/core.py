@@ -14,7 +14,9 @@ from rich.table import Table
 
 from toolscout.cli import app, console, err_console
 from toolscout.cli.options import DbOption, JsonOption, open_engine
+from toolscout.cli.options import settings as _settings
 from toolscout.errors import IngestError
+from toolscout.eval.reports import report_payload, write_report
 from toolscout.eval.run import Report, evaluate, index_dataset
 from toolscout.ingest.jsonfile import CatalogFile, catalog_files
 from toolscout.ingest.sources import Loaded
@@ -69,7 +71,6 @@ def index(
     if not files:
         raise IngestError("index: give catalog files or folders, or --builtin")
     if rebuild:
-        from toolscout.cli.options import settings as _settings
         from toolscout.store.base import open_store
 
         store = open_store(_settings(db).db)
@@ -187,9 +188,16 @@ def eval_(
         str | None,
         typer.Option(help="none, offline or llm: enrichment while indexing (default: setting)."),
     ] = None,
+    report_dir: Annotated[
+        Path | None,
+        typer.Option(help="Folder for the report file (default: the reports_dir setting)."),
+    ] = None,
+    label: Annotated[str | None, typer.Option(help="A note stored in the report.")] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Measure recall/hit/complete/nDCG@1,3,5,10 and latency on a dataset."""
+    """Measure recall/hit/complete/nDCG@1,3,5,10 and latency on a dataset, and write a report
+    file (JSON, read by the web console)."""
+    s = _settings(db, enrich=enrich)
     with tempfile.TemporaryDirectory(prefix="toolscout-eval-") as tmp:
         engine = open_engine(db if (db or reuse) else str(Path(tmp) / "eval.db"), enrich=enrich)
         try:
@@ -203,9 +211,14 @@ def eval_(
                         tools=tools,
                     )
             report = evaluate(engine, set_dir, mode=mode, group_field=group, run_file=run_file)
+            info = engine.info()
         finally:
             engine.close()
+    described = {k: info.get(k) for k in ("embedder", "query_encoder", "fusion", "analyzer")}
+    payload = report_payload([report], engine=described, label=label)
+    path = write_report(report_dir or Path(s.reports_dir), payload)
     if as_json:
-        console.print_json(json.dumps(report.to_dict()))
+        console.print_json(json.dumps({**report.to_dict(), "report_file": str(path)}))
     else:
         _print_eval(report)
+        console.print(f"report: {path}", highlight=False)

@@ -34,6 +34,8 @@ class Report:
     overall: dict[str, float]
     groups: dict[str, dict[str, float]] = field(default_factory=dict)
     latency_ms: dict[str, float] = field(default_factory=dict)
+    #: Every query's search time (ms), in query order.
+    latency_samples_ms: list[float] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -141,4 +143,5 @@ def evaluate(
         overall=mean(rows),
         groups={g: mean(r) for g, r in sorted(by_group.items())},
         latency_ms=latency,
+        latency_samples_ms=all_t,
     )

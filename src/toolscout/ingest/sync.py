@@ -31,6 +31,7 @@ from toolscout.ingest.mcpconfig import (
 )
 from toolscout.ingest.pyfile import ToolDirectory
 from toolscout.ingest.sources import Loaded, Source
+from toolscout.ingest.synclog import record_sync
 from toolscout.models import JSON, Problem
 
 if TYPE_CHECKING:
@@ -182,6 +183,7 @@ def sync(
             report.sources.append(apply_listing(engine, result, progress=progress))
         else:
             report.sources.append(sync_source(engine, source, progress=progress))
+    record_sync(engine.store, report.sources)
     return report
 
 

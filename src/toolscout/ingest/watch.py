@@ -45,6 +45,7 @@ from toolscout.ingest.mcp import McpSource, describe, is_change_notification
 from toolscout.ingest.pyfile import ToolDirectory
 from toolscout.ingest.sources import Loaded, Source
 from toolscout.ingest.sync import SourceSet, SourceSummary, apply_listing, catalog_source
+from toolscout.ingest.synclog import record_sync
 
 log = logging.getLogger("toolscout.ingest.watch")
 
@@ -156,6 +157,8 @@ class Watcher:
         return summary
 
     def _report(self, summary: SourceSummary) -> None:
+        with self._write_lock:
+            record_sync(self.engine.store, [summary])
         if summary.error:
             log.warning("watch: %s kept as it was: %s", summary.source, summary.error)
         elif summary.added or summary.updated or summary.deleted:
