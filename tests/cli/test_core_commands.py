@@ -88,3 +88,8 @@ def test_eval_writes_a_run_file_and_reports_metrics(tmp_path: Path) -> None:
     lines = [json.loads(line) for line in run_file.read_text().splitlines()]
     assert [row["query_id"] for row in lines] == ["q1", "q2"]
     assert lines[0]["ranked"][0] == "t0"
+    # The run also leaves a report file (for the web console) in the reports folder.
+    written = json.loads(Path(report["report_file"]).read_text(encoding="utf-8"))
+    assert Path(report["report_file"]).parent == Path(os.environ["TOOLSCOUT_REPORTS_DIR"])
+    assert written["sets"][0]["overall"] == report["overall"]
+    assert len(written["sets"][0]["latency_samples_ms"]) == 2

@@ -71,6 +71,8 @@ class HitEvidence:
     skills: tuple[str, ...] = ()
     routed_by: tuple[str, ...] = ()
     schema: dict[str, object] | None = None
+    #: Why ``score`` differs from the legs' contributions, when it does.
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -203,9 +205,25 @@ def explain_hits(
                 skills=r.skills,
                 routed_by=tuple(s for s in r.skills if s in routing),
                 schema=r.schema,
+                note=_note(
+                    r.score, lex_norm * lw + vec_norm * vw, bool(routing), r.skills, routing
+                ),
             )
         )
     return hits, tuple(tokens), (lw, vw)
+
+
+def _note(
+    score: float, fused: float, routed: bool, skills: Sequence[str], routing: set[str]
+) -> str | None:
+    """Say why the engine's score is not the sum of the legs' contributions."""
+    if abs(score - fused) < 0.005:
+        return None
+    if routed and not routing.intersection(skills):
+        return f"outside the matched skills: the safety net scaled {fused:.3f} to {score:.3f}"
+    if score >= 0.999 > fused:
+        return "the query is this tool's name: exact-name matches rank first"
+    return f"the legs give {fused:.3f}; ranking after fusion set {score:.3f}"
 
 
 def _rrf(rank: int | None, k: int) -> float:

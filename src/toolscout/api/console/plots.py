@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from markupsafe import Markup, escape
 
 WIDTH, HEIGHT = 480, 240
-LEFT, RIGHT, TOP, BOTTOM = 44, 10, 14, 46
+LEFT, RIGHT, TOP, BOTTOM = 44, 22, 14, 46
 
 
 @dataclass(frozen=True)
@@ -41,13 +41,16 @@ def _frame(title: str, desc: str, body: list[str]) -> Markup:
     return Markup(head + "".join(body) + "</svg>")
 
 
-def _y_axis(top_value: float, unit: str, ticks: int = 4) -> list[str]:
+def _y_axis(top_value: float, unit: str) -> list[str]:
+    # Whole-number steps for counts (top is 1, 2 or 5 times a power of ten), quarters for %.
+    ticks = 4 if unit == "%" else (int(top_value) if top_value <= 5 else 5)
     out: list[str] = []
     plot_h = HEIGHT - TOP - BOTTOM
     for i in range(ticks + 1):
         v = top_value * i / ticks
         y = HEIGHT - BOTTOM - plot_h * i / ticks
         label = f"{v:.0f}{unit}" if top_value >= ticks else f"{v:.2g}{unit}"
+
         out.append(
             f'<line class="grid" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{_fmt(y)}" y2="{_fmt(y)}"/>'
             f'<text class="tick" x="{LEFT - 4}" y="{_fmt(y + 4)}" text-anchor="end">'
