@@ -107,5 +107,6 @@ def test_unknown_things_answer_404_pages_naming_them(app_engine: Engine, tmp_pat
         assert local.get("/skills/no_such_skill").status_code == 404
         missing = local.get("/evals?a=nope")
         assert missing.status_code == 404 and "nope" in missing.text
+        assert local.get("/evals?k=7").status_code == 422
         bad = local.get("/?q=weather&strategy=sideways")
         assert bad.status_code == 422 and "strategy" in bad.text

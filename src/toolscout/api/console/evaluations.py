@@ -88,15 +88,15 @@ def dataset_view(dataset: str, chosen: list[EvalReport], k: int) -> DatasetView:
     return DatasetView(dataset, overall, groups, latency)
 
 
-def view(folder: Path, a: str, b: str, k: int) -> dict[str, Any]:
+def view(folder: Path, a: str, b: str, k: str) -> dict[str, Any]:
     """The page's view: the report list and the comparison of ``a`` and ``b`` (by default the
     two newest reports).
 
     Raises:
         ReportNotFound: ``a`` or ``b`` names no report. QueryError: ``k`` is not 1, 3, 5, 10.
     """
-    if k not in KS:
-        raise QueryError("k", f"must be one of {', '.join(map(str, KS))}; got {k}")
+    if not k.isdigit() or int(k) not in KS:
+        raise QueryError("k", f"must be one of {', '.join(map(str, KS))}; got {k!r}")
     reports = list_reports(folder)
     ids = [i for i in (a, b) if i]
     if not ids:
@@ -106,8 +106,8 @@ def view(folder: Path, a: str, b: str, k: int) -> dict[str, Any]:
     return {
         "reports": reports,
         "chosen": chosen,
-        "datasets": [dataset_view(d, chosen, k) for d in datasets],
-        "form": {"a": ids[0] if ids else "", "b": ids[1] if len(ids) > 1 else "", "k": k},
+        "datasets": [dataset_view(d, chosen, int(k)) for d in datasets],
+        "form": {"a": ids[0] if ids else "", "b": ids[1] if len(ids) > 1 else "", "k": int(k)},
         "ks": KS,
         "folder": str(folder),
     }
@@ -118,7 +118,7 @@ def routes(router: APIRouter, settings: Settings) -> None:
     folder = Path(settings.reports_dir)
 
     @router.get("/evals", include_in_schema=False)
-    def evals(request: Request, a: str = "", b: str = "", k: int = 5) -> Response:
+    def evals(request: Request, a: str = "", b: str = "", k: str = "5") -> Response:
         def build() -> dict[str, Any]:
             check_read(request)
             return view(folder, a, b, k)
