@@ -32,8 +32,8 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).parent))
 from postgres_hier import start_server
-from toolscout.store.postgres_lexical import TF_COLUMNS
-from toolscout.store.postgres_postings import _READ, read_lists
+from toolscout.store.postgres.lexical.postings import _READ, read_lists
+from toolscout.store.postgres.lexical.terms import TF_COLUMNS
 
 _COPY = (
     "COPY (SELECT array_position(%s::text[], p.term)::int4, p.doc, p.doc_len, "

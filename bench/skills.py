@@ -174,7 +174,7 @@ def calibrate() -> None:
 
 
 def stage1(engine: Engine) -> None:
-    hs = engine.skill_manager.hierarchical
+    hs = engine.search_service.hierarchical
     index = hs.skill_index()
     skill_ids = [s.id for s in index.skills]
     queries = load_queries(SHARED / "toolbench_stable/queries.jsonl")

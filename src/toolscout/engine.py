@@ -1,4 +1,9 @@
-"""Engine: wires a store, an embedder and the searcher. Every adapter (CLI, HTTP, MCP) calls it.
+"""Engine: builds and holds the services below; every adapter (CLI, HTTP, MCP) calls it.
+
+* :class:`~toolscout.indexing.IndexWriter` - prepare, hash, embed in batches, upsert;
+* :class:`~toolscout.search.service.SearchService` - every search, behind the result cache;
+* :class:`~toolscout.skills.service.SkillService` - catalog, classifiers, suggestions;
+* :class:`~toolscout.enrich.service.EnrichmentService` - enrichment and re-indexing.
 
 The engine is synchronous; async edges call it through a worker thread.
 """
@@ -6,10 +11,7 @@ The engine is synchronous; async edges call it through a worker thread.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,79 +21,44 @@ from toolscout.embed.cache import CachedEmbedder
 from toolscout.embed.querycache import QueryCache
 from toolscout.enrich.base import Enricher
 from toolscout.enrich.factory import open_enricher
-from toolscout.enrich.ops import EnrichmentOps
-from toolscout.enrich.pipeline import EnrichmentPipeline
+from toolscout.enrich.llm import LLM, open_llm
+from toolscout.enrich.pipeline import EnrichmentPipeline, Fields
+from toolscout.enrich.service import EnrichmentService
 from toolscout.errors import QueryError
+from toolscout.indexing import IndexWriter, Prepared, input_hash, prepare
 from toolscout.ingest.sources import Loaded
 from toolscout.ingest.synclog import Inventory, inventory
 from toolscout.models import (
+    ClassifyProgress,
+    ClassifyReport,
     Filters,
+    HierarchicalRequest,
+    HierarchicalResult,
     IndexReport,
     ItemType,
     Problem,
-    SearchHit,
     SearchMode,
     SearchResult,
+    SkillMatch,
     Tool,
+    ToolHit,
 )
-from toolscout.search.document import DOCUMENT_VERSION, embed_text, lexical_fields
 from toolscout.search.explain import Explanation, explain
-from toolscout.search.hybrid import DEFAULT_FIELD_WEIGHTS, HybridSearcher, SearchConfig, check_query
-from toolscout.search.results import ResultCache
+from toolscout.search.hybrid import DEFAULT_FIELD_WEIGHTS, HybridSearcher, SearchConfig
+from toolscout.search.service import SearchService
 from toolscout.search.text import ANALYZER_VERSION
-from toolscout.skills.ops import SkillOps
-from toolscout.store.base import IndexEntry, IndexIdentity, Store, open_store
+from toolscout.skills.catalog import SkillCatalog
+from toolscout.skills.service import SkillService
+from toolscout.skills.suggestions import SuggestionQueue
+from toolscout.store.base import IndexIdentity, Store, open_store
 
 log = logging.getLogger("toolscout")
 
 Progress = Callable[[int, int], None]
-EMBED_CHUNK = 256
-#: A write of at least this many tools that also rewrites half the index is a bulk load.
-BULK_MIN = 2000
-MAX_LIMIT = 50
+__all__ = ["Engine", "Prepared", "input_hash", "prepare"]
 
 
-@dataclass(frozen=True)
-class Prepared:
-    """A tool with the derived text the store needs."""
-
-    tool: Tool
-    fields: dict[str, str]
-    text: str
-    text_hash: str
-
-
-def input_hash(tool: Tool, enrichment: dict[str, str] | None = None) -> str:
-    """Hash of every input of a tool's fields and vector, stored as its ``text_hash``.
-
-    Hashing the inputs (content hash, server, category, source, enrichment, and the versions of
-    the code that derives text) rather than the derived text lets a sync tell an unchanged tool
-    without analysing its text: a no-change sync of 10k tools is then bound by reading, not by
-    tokenising. ``source`` is included so a tool that moved between sources is rewritten with
-    its new source (otherwise pruning the old source would delete it).
-    """
-    import hashlib
-    import json
-
-    payload = [
-        DOCUMENT_VERSION,
-        ANALYZER_VERSION,
-        tool.content_hash,
-        tool.server,
-        tool.category,
-        tool.source,
-        sorted((enrichment or {}).items()),
-    ]
-    return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode("utf-8")).hexdigest()
-
-
-def prepare(tool: Tool, enrichment: dict[str, str] | None = None) -> Prepared:
-    fields = lexical_fields(tool, enrichment)
-    text = embed_text(tool, enrichment)
-    return Prepared(tool, fields, text, input_hash(tool, enrichment))
-
-
-class Engine(EnrichmentOps, SkillOps):
+class Engine:
     """The toolscout library API."""
 
     def __init__(
@@ -103,20 +70,38 @@ class Engine(EnrichmentOps, SkillOps):
         enricher: Enricher | None = None,
         enrich_max_age_days: float = 7.0,
         result_cache_size: int = 1024,
+        skill_llm: LLM | None = None,
+        skills_starter: bool = True,
+        classify_concurrency: int = 4,
     ) -> None:
+        """Raises: ConfigError (the store was built with another embedder), StoreError,
+        EmbedError (loading the starter catalog into a new index embeds it)."""
         self.store = store
         self.embedder = embedder
         store.bind(IndexIdentity(embedder.name, embedder.dim, ANALYZER_VERSION))
         self.searcher = HybridSearcher(store, embedder, config)
-        #: Finished searches by request, dropped on any index change (None: off).
-        self.result_cache: ResultCache[Any] | None = (
-            ResultCache(result_cache_size, store.data_version) if result_cache_size > 0 else None
-        )
-        self.enrichment = (
+        self.writer = IndexWriter(store, embedder)
+        self.search_service = SearchService(store, self.searcher, cache_size=result_cache_size)
+        pipeline = (
             EnrichmentPipeline(store, enricher, max_age_days=enrich_max_age_days)
             if enricher is not None
             else None
         )
+        self.enrichment_service = EnrichmentService(store, pipeline, self.writer)
+        self.skill_service = SkillService(
+            store,
+            embedder,
+            llm=skill_llm,
+            starter=skills_starter,
+            concurrency=classify_concurrency,
+        )
+        #: The skill catalog (create/get/update/list/deactivate/reactivate/import/export).
+        self.skills: SkillCatalog = self.skill_service.catalog
+        #: Skills proposed by the LLM classifier (pending/approve/reject).
+        self.suggestions: SuggestionQueue = self.skill_service.suggestions
+        # The one explicit point where opening an index may write: a new index gets the
+        # starter skill catalog (once; see SkillService.seed).
+        self.skill_service.seed()
 
     @classmethod
     def open(cls, settings: Any = None, **overrides: Any) -> Engine:
@@ -158,16 +143,17 @@ class Engine(EnrichmentOps, SkillOps):
             field_weights=tuple(s.field_weights) if s.field_weights else DEFAULT_FIELD_WEIGHTS,
         )
         try:
-            engine = cls(
+            return cls(
                 store,
                 embedder,
                 config=config,
                 enricher=open_enricher(s),
                 enrich_max_age_days=s.enrich_max_age_days,
                 result_cache_size=s.result_cache_size,
+                skill_llm=open_llm(s),
+                skills_starter=s.skills_starter,
+                classify_concurrency=s.llm_concurrency,
             )
-            engine.configure_skills(s)
-            return engine
         except Exception:
             store.close()
             raise
@@ -220,49 +206,39 @@ class Engine(EnrichmentOps, SkillOps):
             if existing.get(tool.id, ("", ""))[1] != input_hash(tool, extra.get(tool.id)):
                 report.updated += 1
                 todo.append(prepare(tool, extra.get(tool.id)))
-        self._write(todo, report, progress)
+        self.writer.write(todo, report, progress)
         lost: set[str] = set()  # skills whose tools were deleted: their centroids change
         if prune and sources:
             gone = sorted(dropped)  # read before the writes; the writes only touch ``tools``
-            lost = self._skills_of(gone)
+            lost = self.skill_service.skills_of(gone)
             report.deleted = self.store.delete(gone)
-        self._skills_after_index([p.tool.id for p in todo], lost)
+        self.skill_service.after_index([p.tool.id for p in todo], lost)
         return report
-
-    def _write(
-        self, todo: Sequence[Prepared], report: IndexReport, progress: Progress | None
-    ) -> None:
-        total = len(todo)
-        if progress:
-            progress(0, total)
-        # Longest texts together: batches pad less (the model sorts again inside a chunk).
-        ordered = sorted(todo, key=lambda p: len(p.text))
-        # A store that can defer index upkeep to one rebuild (PostgreSQL's HNSW graph, 2x
-        # faster for a 10k sync: docs/BENCHMARKS.md section 7) gets to for big rewrites.
-        bulk: Callable[[], AbstractContextManager[None]] | None = getattr(self.store, "bulk", None)
-        big = bulk is not None and total >= BULK_MIN and total * 2 >= self.store.count()
-        with bulk() if bulk is not None and big else nullcontext():
-            for start in range(0, total, EMBED_CHUNK):
-                chunk = ordered[start : start + EMBED_CHUNK]
-                vectors = self.embedder.embed([p.text for p in chunk])
-                report.embedded += len(chunk)
-                self.store.upsert(
-                    [
-                        IndexEntry(p.tool, p.fields, vectors[i], p.text_hash)
-                        for i, p in enumerate(chunk)
-                    ]
-                )
-                if progress:
-                    progress(min(start + EMBED_CHUNK, total), total)
 
     def delete(self, ids: Sequence[str]) -> int:
         """Raises: StoreError."""
-        lost = self._skills_of(ids)
+        lost = self.skill_service.skills_of(ids)
         removed = self.store.delete(ids)
-        self._skills_after_index([], lost)
+        self.skill_service.after_index([], lost)
         return removed
 
     # -- search -----------------------------------------------------------------------------
+    def find(self, request: HierarchicalRequest) -> HierarchicalResult:
+        """Hierarchical search per the search contract (strategies hierarchical/direct/hybrid).
+
+        Raises:
+            QueryError: naming the invalid field (EmptyQuery for an empty query).
+        """
+        return self.search_service.find(request)
+
+    def cached_find(self, request: HierarchicalRequest) -> HierarchicalResult | None:
+        """The answer ``find`` would give from the result cache alone, or None.
+
+        Raises:
+            QueryError: naming the invalid field.
+        """
+        return self.search_service.cached_find(request)
+
     def search(
         self,
         query: str,
@@ -279,39 +255,42 @@ class Engine(EnrichmentOps, SkillOps):
         Raises:
             QueryError: empty/long query, limit outside 1..50, unknown mode or item type.
         """
-        check_query(query)
-        mode = _parse_mode(mode)
-        if not 1 <= limit <= MAX_LIMIT:
-            raise QueryError("limit", f"must be between 1 and {MAX_LIMIT}, got {limit}")
+        parsed = _parse_mode(mode)
         if filters is None:
             filters = Filters(
                 servers=tuple(servers) if servers else None,
                 sources=tuple(sources) if sources else None,
                 item_types=tuple(_parse_item_type(t) for t in item_types) if item_types else None,
             )
-        t0 = time.perf_counter()
-        # The ranking configuration is part of the key: callers may swap it at run time.
-        key = ("search", query, mode, limit, filters, self.searcher.config)
-        cached, version = self.result_cache.lookup(key) if self.result_cache else (None, None)
-        if cached is not None:
-            hit: SearchResult = cached
-            total = (time.perf_counter() - t0) * 1000
-            return replace(hit, timings_ms={"cached": 1.0, "total_ms": total})
-        timings: dict[str, float] = {}
-        ranked = self.searcher.search(
-            query, mode=mode, limit=limit, filters=filters, timings=timings
+        return self.search_service.search(query, mode=parsed, limit=limit, filters=filters)
+
+    def match_skills(
+        self, query: str, *, limit: int = 5, threshold: float = 0.4
+    ) -> list[SkillMatch]:
+        """Stage 1 alone: active skills fitting ``query``, best first.
+
+        Raises:
+            QueryError: empty/long query, limit or threshold out of range.
+        """
+        return self.search_service.match_skills(query, limit=limit, threshold=threshold)
+
+    def search_in_skills(
+        self,
+        query: str,
+        *,
+        skill_ids: Sequence[str] | None,
+        item_type: ItemType | None = None,
+        limit: int = 10,
+        threshold: float = 0.3,
+    ) -> list[ToolHit]:
+        """Stage 2 alone: tools of ``skill_ids`` (None: every tool), best first.
+
+        Raises:
+            QueryError: bad query, limit, threshold or item type; ``skill_ids`` not a list.
+        """
+        return self.search_service.search_in_skills(
+            query, skill_ids=skill_ids, item_type=item_type, limit=limit, threshold=threshold
         )
-        tools = self.store.get_many([r.id for r in ranked])
-        hits = [
-            SearchHit(tools[r.id], r.score, r.lexical_rank, r.vector_rank)
-            for r in ranked
-            if r.id in tools
-        ]
-        timings["total_ms"] = (time.perf_counter() - t0) * 1000
-        result = SearchResult(query=query, mode=mode, hits=hits, timings_ms=timings)
-        if self.result_cache is not None:
-            self.result_cache.store(key, version, replace(result, timings_ms=dict(timings)))
-        return result
 
     def explain(
         self,
@@ -333,6 +312,7 @@ class Engine(EnrichmentOps, SkillOps):
             item_type=item_type,
         )  # fmt: skip
 
+    # -- tools ------------------------------------------------------------------------------
     def get_tool(self, tool_id: str) -> Tool:
         """Raises: ToolNotFound."""
         return self.store.get(tool_id)
@@ -371,16 +351,71 @@ class Engine(EnrichmentOps, SkillOps):
         """
         return inventory(self.store)
 
+    # -- skills -----------------------------------------------------------------------------
+    def classify(
+        self,
+        *,
+        all: bool = False,
+        concurrency: int = 4,
+        progress: Callable[[ClassifyProgress], None] | None = None,
+    ) -> ClassifyReport:
+        """Classify unclassified, failed or changed tools (every tool with ``all``).
+
+        Raises:
+            StoreError, EmbedError.
+        """
+        return self.skill_service.classify_tools(
+            None, force=all, concurrency=concurrency, progress=progress
+        )
+
+    # -- enrichment -------------------------------------------------------------------------
+    @property
+    def enrichment(self) -> EnrichmentPipeline | None:
+        """The enrichment pipeline, or None when enrichment is off."""
+        return self.enrichment_service.pipeline
+
+    @enrichment.setter
+    def enrichment(self, pipeline: EnrichmentPipeline | None) -> None:
+        self.enrichment_service.pipeline = pipeline
+
+    def enrichment_fields(
+        self, tools: dict[str, Tool], dropped: set[str]
+    ) -> tuple[dict[str, Fields], list[Tool]]:
+        """Enrichment for ``tools`` plus the other indexed tools of their servers.
+
+        Raises: StoreError."""
+        return self.enrichment_service.enrichment_fields(tools, dropped)
+
+    def enrich_server(self, server: str, force: bool = True) -> dict[str, Any]:
+        """(Re)make one server's profile and its tools' enrichment, then re-index them.
+
+        Raises:
+            QueryError: enrichment is off, or no indexed tool belongs to ``server``.
+            StoreError, EmbedError.
+        """
+        return self.enrichment_service.enrich_server(server, force=force)
+
+    def enrichment_status(self, server: str) -> dict[str, Any]:
+        """Profile state and tool counts by state. Raises: QueryError (off), StoreError."""
+        return self.enrichment_service.enrichment_status(server)
+
+    def enrich_sync(self, progress: Progress | None = None) -> dict[str, Any]:
+        """Enrich/re-index what changed. Raises: QueryError (off), StoreError, EmbedError."""
+        return self.enrichment_service.enrich_sync(progress)
+
+    def enrichment_stats(self) -> dict[str, Any]:
+        """Stored enrichments by state, cache hits and LLM tokens. Raises: StoreError."""
+        return self.enrichment_service.enrichment_stats()
+
+    # -- service ----------------------------------------------------------------------------
     def query_cache_stats(self) -> dict[str, int] | None:
         """Hits, misses and entries of the query-vector cache, or None when it is off."""
-        stats = (
-            getattr(self.embedder, "stats", None) if isinstance(self.embedder, QueryCache) else None
-        )
-        return stats() if callable(stats) else None
+        return self.embedder.stats() if isinstance(self.embedder, QueryCache) else None
 
     def result_cache_stats(self) -> dict[str, int] | None:
         """Hits, misses and entries of the result cache, or None when it is off."""
-        return self.result_cache.stats() if self.result_cache is not None else None
+        cache = self.search_service.result_cache
+        return cache.stats() if cache is not None else None
 
     def info(self) -> dict[str, Any]:
         """Counts, model and store location."""

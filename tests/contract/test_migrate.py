@@ -15,7 +15,7 @@ from toolscout.cli import _register, app
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.ingest.jsonfile import CatalogFile
-from toolscout.store.migrations.postgres import SCHEMA_VERSION
+from toolscout.store.postgres.migrations import SCHEMA_VERSION
 
 pytestmark = pytest.mark.postgres
 STARTER = Path(str(resources.files("toolscout.data").joinpath("starter_catalog.json")))

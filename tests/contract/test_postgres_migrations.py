@@ -11,7 +11,7 @@ import pytest
 from toolscout.models import Tool
 from toolscout.store.base import LEXICAL_FIELDS, IndexEntry, IndexIdentity
 from toolscout.store.postgres import PostgresStore
-from toolscout.store.postgres_conn import Conn
+from toolscout.store.postgres.conn import Conn
 
 pytestmark = pytest.mark.postgres
 IDENTITY = IndexIdentity("test-embedder", 8, "a2")
@@ -64,21 +64,21 @@ def test_schema_5_moves_postings_to_integer_docs_and_ranks_the_same(
     store.delete(["s0::t004"])
     queries = [["common", "word3"], ["w1", "word2", "t007"], ["nothing"], ["w2"]]
     before = [store.lexical(q, limit=10, weights=WEIGHTS) for q in queries]
-    postings = store._query("SELECT count(*) FROM postings")[0][0]
-    with store._pool.connection() as conn, conn.transaction():
+    postings = store.database.query("SELECT count(*) FROM postings")[0][0]
+    with store.database.pool.connection() as conn, conn.transaction():
         back_to_schema_4(conn)
     store.close()
     reopened = PostgresStore(url_with(pg_url, exact_below=10))
     try:
-        version = reopened._query("SELECT value FROM meta WHERE key = 'schema_version'")
+        version = reopened.database.query("SELECT value FROM meta WHERE key = 'schema_version'")
         assert int(version[0][0]) >= 5
-        assert reopened._query("SELECT to_regclass('tool_terms')")[0][0] is None
-        assert reopened._query("SELECT count(*) FROM postings")[0][0] == postings
+        assert reopened.database.query("SELECT to_regclass('tool_terms')")[0][0] is None
+        assert reopened.database.query("SELECT count(*) FROM postings")[0][0] == postings
         after = [reopened.lexical(q, limit=10, weights=WEIGHTS) for q in queries]
         assert after == before and before[0]
         # New tools get docs of their own; an updated tool keeps its postings consistent.
         reopened.upsert([make_entry(i, rng) for i in (3, 61)])
-        docs = reopened._query("SELECT count(DISTINCT doc), count(*) FROM tools")[0]
+        docs = reopened.database.query("SELECT count(DISTINCT doc), count(*) FROM tools")[0]
         assert docs[0] == docs[1] == 60
         hit = reopened.lexical(["t061"], limit=3, weights=WEIGHTS)
         assert [h.id for h in hit] == ["s1::t061"]
@@ -95,7 +95,7 @@ def test_schema_4_rebuilds_a_float_graph_over_half_precision_vectors(
     entries = [make_entry(i, rng) for i in range(40)]
     store.upsert(entries)
     # Put the index back as schema 3 left it: a float32 graph, schema version 3.
-    with store._pool.connection() as conn, conn.transaction():
+    with store.database.pool.connection() as conn, conn.transaction():
         back_to_schema_4(conn)
         conn.execute("DROP INDEX tools_embedding_hnsw")
         conn.execute(
@@ -106,7 +106,7 @@ def test_schema_4_rebuilds_a_float_graph_over_half_precision_vectors(
     store.close()
     reopened = PostgresStore(url_with(pg_url, exact_below=10))
     try:
-        with reopened._pool.connection() as conn:
+        with reopened.database.pool.connection() as conn:
             (definition,) = conn.execute(
                 "SELECT indexdef FROM pg_indexes WHERE indexname = 'tools_embedding_hnsw' "
                 "AND schemaname = current_schema()"

@@ -11,14 +11,14 @@ import pytest
 
 from toolscout.errors import StoreError
 from toolscout.models import Tool
-from toolscout.store import postgres_bm25
-from toolscout.store import postgres_postings as postings
 from toolscout.store.base import LEXICAL_FIELDS, IndexEntry, IndexIdentity
 from toolscout.store.postgres import PostgresStore
-from toolscout.store.postgres_conn import parse_url
-from toolscout.store.postgres_lexical import bm25_sql
-from toolscout.store.postgres_postings import unpack
-from toolscout.store.postgres_terms import query_terms
+from toolscout.store.postgres.conn import parse_url
+from toolscout.store.postgres.lexical import bm25 as postgres_bm25
+from toolscout.store.postgres.lexical import postings
+from toolscout.store.postgres.lexical.postings import unpack
+from toolscout.store.postgres.lexical.sql import bm25_sql
+from toolscout.store.postgres.lexical.terms import query_terms
 
 pytestmark = pytest.mark.postgres
 IDENTITY = IndexIdentity("test-embedder", 8, "a2")
@@ -38,7 +38,7 @@ def entry(i: int, rng: np.random.Generator, extra: str = "") -> IndexEntry:
 
 
 def exhaustive(store: PostgresStore, tokens: list[str], limit: int) -> list[tuple[str, float]]:
-    rows = store._query(bm25_sql(list(WEIGHTS), None), [query_terms(tokens), limit, limit])
+    rows = store.database.query(bm25_sql(list(WEIGHTS), None), [query_terms(tokens), limit, limit])
     return [(r[0], float(r[1])) for r in rows]
 
 
@@ -57,20 +57,20 @@ def test_cached_lists_follow_writes_made_through_another_store(pg_url: str) -> N
         writer.upsert([entry(7, rng, " rare")])
         first = answers(reader)
         assert first == [exhaustive(reader, q, 15) for q in QUERIES]
-        assert reader._postings is not None and reader._postings.held > 0
-        kept = reader._postings._lists["rare"]
+        assert reader.lexical_leg.cache is not None and reader.lexical_leg.cache.held > 0
+        kept = reader.lexical_leg.cache._lists["rare"]
         # Another process changes texts, deletes and adds tools.
         writer.upsert([entry(i, rng) for i in range(0, 300, 4)])
         writer.delete([f"s{i % 3}::t{i:04d}" for i in range(1, 300, 9)])
         writer.upsert([entry(i, rng) for i in range(300, 330)])
-        loaded = reader._postings.loaded
+        loaded = reader.lexical_leg.cache.loaded
         second = answers(reader)
         assert second == [exhaustive(reader, q, 15) for q in QUERIES]
         assert second != first
         # Refreshed in place with the changed tools' postings, not read again whole.
-        assert reader._postings.refreshed > 0 and reader._postings.loaded == loaded
+        assert reader.lexical_leg.cache.refreshed > 0 and reader.lexical_leg.cache.loaded == loaded
         # A list no write touched was not loaded again.
-        assert reader._postings._lists["rare"] is kept
+        assert reader.lexical_leg.cache._lists["rare"] is kept
         writer.delete(["s1::t0007"])
         assert reader.lexical(["rare"], limit=5, weights=WEIGHTS) == []
     finally:
@@ -112,10 +112,10 @@ def test_a_small_cache_evicts_lists_and_answers_the_same(
         small.upsert([entry(i, rng) for i in range(200)])
         for _ in range(2):
             assert answers(small) == [exhaustive(small, q, 15) for q in QUERIES]
-            assert small._postings is not None and small._postings.held <= 400
+            assert small.lexical_leg.cache is not None and small.lexical_leg.cache.held <= 400
         live = {t for q in QUERIES for t in q if t != "rare"}
-        assert small._postings.loaded > len(live)  # evicted lists were read again
-        assert small._postings.oversize_fallbacks == 0
+        assert small.lexical_leg.cache.loaded > len(live)  # evicted lists were read again
+        assert small.lexical_leg.cache.oversize_fallbacks == 0
     finally:
         small.close()
 
@@ -130,10 +130,10 @@ def test_lists_larger_than_the_cache_are_left_to_sql(
         tiny.upsert([entry(i, rng) for i in range(200)])
         for _ in range(2):
             assert answers(tiny) == [exhaustive(tiny, q, 15) for q in QUERIES]
-        assert tiny._postings is not None and tiny._postings.held <= 100
+        assert tiny.lexical_leg.cache is not None and tiny.lexical_leg.cache.held <= 100
         # "w0" alone is in most tools: those queries go to SQL each time, the rest are cached
-        assert 0 < tiny._postings.oversize_fallbacks < 2 * len(QUERIES)
-        assert tiny._postings.loaded > 0
+        assert 0 < tiny.lexical_leg.cache.oversize_fallbacks < 2 * len(QUERIES)
+        assert tiny.lexical_leg.cache.loaded > 0
     finally:
         tiny.close()
 
@@ -146,24 +146,24 @@ def test_a_warmed_process_answers_from_preloaded_lists(
         writer.bind(IDENTITY)
         rng = np.random.default_rng(6)
         writer.upsert([entry(i, rng) for i in range(200)])
-        postings_in_all = int(writer._query("SELECT count(*) FROM postings")[0][0])
+        postings_in_all = int(writer.database.query("SELECT count(*) FROM postings")[0][0])
         warm = PostgresStore(url_with(pg_url, postings_warm=postings_in_all))
         partial = PostgresStore(url_with(pg_url, postings_warm=400))
         try:
             for store in (warm, partial):
-                assert store._warmer is not None and store._postings is not None
-                store._warmer.thread.join(timeout=60)
-            assert warm._postings is not None and partial._postings is not None
-            assert warm._postings.held == postings_in_all
-            assert 0 < partial._postings.held <= 400
-            assert "w0" in partial._postings._lists  # the most common terms first
-            loaded = warm._postings.loaded
+                assert store.lexical_leg._warmer is not None and store.lexical_leg.cache is not None
+                store.lexical_leg._warmer.thread.join(timeout=60)
+            assert warm.lexical_leg.cache is not None and partial.lexical_leg.cache is not None
+            assert warm.lexical_leg.cache.held == postings_in_all
+            assert 0 < partial.lexical_leg.cache.held <= 400
+            assert "w0" in partial.lexical_leg.cache._lists  # the most common terms first
+            loaded = warm.lexical_leg.cache.loaded
             assert answers(warm) == [exhaustive(warm, q, 15) for q in QUERIES]
-            assert warm._postings.loaded == loaded  # nothing read on first use
+            assert warm.lexical_leg.cache.loaded == loaded  # nothing read on first use
             # preloaded lists still follow writes made elsewhere
             writer.upsert([entry(i, rng, extra=" w0 w5") for i in range(40)])
             assert answers(warm) == [exhaustive(warm, q, 15) for q in QUERIES]
-            assert warm._postings.refreshed > 0
+            assert warm.lexical_leg.cache.refreshed > 0
         finally:
             warm.close()
             partial.close()
@@ -182,7 +182,7 @@ def test_closing_a_store_while_it_warms_is_quiet(
         writer.close()
     store = PostgresStore(url_with(pg_url, postings_warm=10**6))
     store.close()
-    assert store._warmer is not None and not store._warmer.thread.is_alive()
+    assert store.lexical_leg._warmer is not None and not store.lexical_leg._warmer.thread.is_alive()
     assert "not preloaded" not in caplog.text
 
 
@@ -226,7 +226,7 @@ def test_lists_are_read_again_whole_when_a_refresh_cannot_be_trusted(
         rng = np.random.default_rng(6)
         writer.upsert([entry(i, rng) for i in range(150)])
         assert answers(reader) == [exhaustive(reader, q, 15) for q in QUERIES]
-        assert reader._postings is not None
+        assert reader.lexical_leg.cache is not None
         if case == "too much changed":
             monkeypatch.setattr(postings, "REFRESH_MIN", 0)
             monkeypatch.setattr(postings, "REFRESH_SHARE", 0.0)
@@ -235,12 +235,15 @@ def test_lists_are_read_again_whole_when_a_refresh_cannot_be_trusted(
             writer.delete(["s0::t0000"])
         writer.upsert([entry(i, rng) for i in range(0, 150, 5)])
         writer.delete(["s1::t0001", "s2::t0002"])
-        loaded, refreshed = reader._postings.loaded, reader._postings.refreshed
+        loaded, refreshed = reader.lexical_leg.cache.loaded, reader.lexical_leg.cache.refreshed
         assert answers(reader) == [exhaustive(reader, q, 15) for q in QUERIES]
-        assert reader._postings.loaded > loaded and reader._postings.refreshed == refreshed
+        assert (
+            reader.lexical_leg.cache.loaded > loaded
+            and reader.lexical_leg.cache.refreshed == refreshed
+        )
         if case == "deletions forgotten":
-            kept = writer._query("SELECT count(*), min(version) FROM gone_docs")[0]
-            after = writer._query("SELECT gone_after FROM lexical_stats")[0][0]
+            kept = writer.database.query("SELECT count(*), min(version) FROM gone_docs")[0]
+            after = writer.database.query("SELECT gone_after FROM lexical_stats")[0][0]
             assert kept[0] == 2 and kept[1] > after
     finally:
         reader.close()

@@ -12,9 +12,9 @@ import pytest
 from toolscout.models import Filters, Tool
 from toolscout.store.base import LEXICAL_FIELDS, IndexEntry, IndexIdentity
 from toolscout.store.postgres import PostgresStore
-from toolscout.store.postgres_conn import where_sql
-from toolscout.store.postgres_lexical import bm25_sql, essential_terms
-from toolscout.store.postgres_terms import query_terms
+from toolscout.store.postgres.conn import where_sql
+from toolscout.store.postgres.lexical.sql import bm25_sql, essential_terms
+from toolscout.store.postgres.lexical.terms import query_terms
 
 pytestmark = pytest.mark.postgres
 IDENTITY = IndexIdentity("test-embedder", 8, "a2")
@@ -58,14 +58,14 @@ def exhaustive(
 ) -> list[tuple[str, float]]:
     cond, params = where_sql(filters)
     sql = bm25_sql(list(WEIGHTS), None if cond == "true" else cond)
-    rows = store._query(sql, [query_terms(tokens), *params, limit, limit])
+    rows = store.database.query(sql, [query_terms(tokens), *params, limit, limit])
     return [(r[0], float(r[1])) for r in rows]
 
 
 def test_bm25_returns_exactly_the_exhaustive_top_k(zipf_store: PostgresStore) -> None:
     rng = np.random.default_rng(3)
-    df = dict(zipf_store._query("SELECT term, df FROM term_stats"))
-    rows = int(zipf_store._query("SELECT rows_indexed FROM lexical_stats")[0][0])
+    df = dict(zipf_store.database.query("SELECT term, df FROM term_stats"))
+    rows = int(zipf_store.database.query("SELECT rows_indexed FROM lexical_stats")[0][0])
     pruned = 0
     for trial in range(120):
         tokens = [str(w) for w in rng.choice([*VOCAB, "nowhere"], size=int(rng.integers(1, 9)))]
@@ -87,11 +87,11 @@ def test_bm25_returns_exactly_the_exhaustive_top_k(zipf_store: PostgresStore) ->
 
 
 def test_document_frequencies_follow_updates_and_deletes(zipf_store: PostgresStore) -> None:
-    stats = dict(zipf_store._query("SELECT term, df FROM term_stats WHERE df > 0"))
-    counted = dict(zipf_store._query("SELECT term, count(*) FROM postings GROUP BY term"))
+    stats = dict(zipf_store.database.query("SELECT term, df FROM term_stats WHERE df > 0"))
+    counted = dict(zipf_store.database.query("SELECT term, count(*) FROM postings GROUP BY term"))
     assert stats == counted
     zipf_store.reset()
-    assert zipf_store._query("SELECT count(*) FROM term_stats")[0][0] == 0
+    assert zipf_store.database.query("SELECT count(*) FROM term_stats")[0][0] == 0
 
 
 def test_a_cached_count_follows_a_write_through_another_store(

@@ -19,7 +19,7 @@ from toolscout.errors import StoreError
 from toolscout.models import Tool
 from toolscout.store.base import LEXICAL_FIELDS, IndexEntry, IndexIdentity
 from toolscout.store.postgres import PostgresStore
-from toolscout.store.postgres_terms import fts5_tokens
+from toolscout.store.postgres.lexical.terms import fts5_tokens
 from toolscout.store.sqlite import SQLiteStore
 
 pytestmark = pytest.mark.postgres
@@ -82,7 +82,7 @@ def test_a_slow_statement_hits_the_timeout(pg_url: str, url_with: Callable[..., 
     store = PostgresStore(url_with(pg_url, statement_timeout_ms=50))
     try:
         with pytest.raises(StoreError, match="timed out after 50 ms"):
-            store._query("SELECT pg_sleep(2)")
+            store.database.query("SELECT pg_sleep(2)")
     finally:
         store.close()
 
@@ -134,9 +134,11 @@ def test_concurrent_writers_neither_duplicate_nor_lose_tools(pg_url: str) -> Non
     try:
         assert not errors and not any(t.is_alive() for t in threads)
         assert stores[0].count() == 60
-        stats = stores[0]._query("SELECT rows_indexed, live_rows FROM lexical_stats")[0]
+        stats = stores[0].database.query("SELECT rows_indexed, live_rows FROM lexical_stats")[0]
         assert tuple(stats) == (600, 60)
-        terms = stores[0]._query("SELECT count(*) FROM postings WHERE term = 'common'")[0][0]
+        terms = stores[0].database.query("SELECT count(*) FROM postings WHERE term = 'common'")[0][
+            0
+        ]
         assert terms == 60
     finally:
         for s in stores:
@@ -144,7 +146,7 @@ def test_concurrent_writers_neither_duplicate_nor_lose_tools(pg_url: str) -> Non
 
 
 def index_names(store: PostgresStore) -> set[str]:
-    rows = store._query(
+    rows = store.database.query(
         "SELECT indexname FROM pg_indexes "
         "WHERE tablename = 'tools' AND schemaname = current_schema()"
     )
@@ -165,7 +167,7 @@ def test_hnsw_answers_like_the_exact_scan(pg_url: str, url_with: Callable[..., s
     approximate.close()
     approximate = PostgresStore(url_with(pg_url, exact_below=0))
     try:
-        with approximate._pool.connection() as conn, conn.transaction():
+        with approximate.database.pool.connection() as conn, conn.transaction():
             conn.execute("SET LOCAL enable_seqscan = off")
             plan = conn.execute(
                 "EXPLAIN SELECT id FROM tools "
@@ -243,7 +245,7 @@ def test_stores_agree_on_bm25_after_updates_and_deletes(
 
 
 def test_a_pgvector_without_halfvec_is_refused_with_the_fix() -> None:
-    from toolscout.store.postgres_conn import check_pgvector_version, parse_url
+    from toolscout.store.postgres.conn import check_pgvector_version, parse_url
 
     target = parse_url("postgresql://u@localhost:5432/db")
     with pytest.raises(StoreError, match=r"pgvector 0\.6\.2.*ALTER EXTENSION vector UPDATE"):

@@ -204,7 +204,7 @@ def test_store_is_wal_with_a_schema_version(engine: Engine) -> None:
     store = engine.store
     assert isinstance(store, SQLiteStore)
     assert store.get_meta("schema_version") is not None
-    mode = store._query("PRAGMA journal_mode")[0][0]
+    mode = store.database.query("PRAGMA journal_mode")[0][0]
     assert mode == "wal"
 
 

@@ -47,7 +47,7 @@ def test_hierarchical_search_matches_a_skill_then_searches_only_its_tools(
 def test_without_the_safety_net_every_tool_belongs_to_a_matched_skill(
     skills_engine: Engine,
 ) -> None:
-    skills_engine.skill_manager.hierarchical.safety_net = 0.0
+    skills_engine.search_service.hierarchical.safety_net = 0.0
     res = skills_engine.find(HierarchicalRequest("weather forecast for Berlin", limit=10))
     used = set(res.metadata["skill_ids_used"])
     assert used
@@ -61,12 +61,11 @@ def test_the_safety_net_still_finds_a_tool_filed_under_another_skill(
     misfiled = SkillAssignment("gmail::send_email", "weather", 0.9, True)
     tool = store.get("gmail::send_email")
     store.replace_assignments([Classified(tool.id, tool.content_hash, "test", (misfiled,))])
-    skills_engine.skill_manager.bump()
     query = "send an email message to my colleague"
     with_net, meta = find(skills_engine, query, limit=5, tool_threshold=0.0)
     assert "email" in meta["skill_ids_used"] and "weather" not in meta["skill_ids_used"]  # type: ignore[operator]
     assert "gmail::send_email" in with_net
-    skills_engine.skill_manager.hierarchical.safety_net = 0.0
+    skills_engine.search_service.hierarchical.safety_net = 0.0
     without, _ = find(skills_engine, query, limit=5, tool_threshold=0.0)
     assert "gmail::send_email" not in without
 

@@ -67,7 +67,7 @@ def top(engine: Engine, tool_id: str) -> tuple[str, float, str]:
 
 
 def classifier_of(engine: Engine, tool_id: str) -> str:
-    rows = engine.store._query(  # type: ignore[attr-defined]
+    rows = engine.store.database.query(  # type: ignore[attr-defined]
         "SELECT classifier FROM tool_classification WHERE tool_id=?", (tool_id,)
     )
     return str(rows[0][0])

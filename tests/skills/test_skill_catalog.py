@@ -30,7 +30,7 @@ def test_a_new_index_gets_the_starter_catalog_once(engine: Engine) -> None:
     assert all(m.score == 0.0 and m.tool_count == 0 for m in listed)
     for match in listed:
         engine.skills.deactivate(match.skill.id)
-    assert engine.skill_manager.seed() is False
+    assert engine.skill_service.seed() is False
     assert len(engine.skills.list(include_inactive=False)) == 0
 
 

@@ -74,10 +74,10 @@ def index(
         from toolscout.store.base import open_store
 
         store = open_store(_settings(db).db)
-        reset = getattr(store, "reset", None)
-        if reset is not None:
-            reset()
-        store.close()
+        try:
+            store.reset()
+        finally:
+            store.close()
     engine = open_engine(db)
     try:
         loads: list[Loaded] = []

@@ -20,7 +20,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
@@ -129,7 +129,7 @@ class HierarchicalSearcher:
         self.searcher = searcher
         #: Score factor for the safety net's out-of-skill tools (0 turns the net off).
         self.safety_net = safety_net
-        self._index: tuple[str | None, SkillIndex] | None = None
+        self._index: tuple[Hashable | None, SkillIndex] | None = None
         self._warned: dict[str, tuple[float, int]] = {}
         self._warn_lock = threading.Lock()
 
@@ -150,9 +150,9 @@ class HierarchicalSearcher:
 
     # -- stage 1 ----------------------------------------------------------------------------
     def skill_index(self) -> SkillIndex:
-        """The active skills with their vectors, cached until the store's skills change."""
-        version = self.store.get_meta("skills_version")
-        if self._index is not None and self._index[0] == version:
+        """The active skills with their vectors, cached until the store's data version moves."""
+        version = self.store.data_version()
+        if version is not None and self._index is not None and self._index[0] == version:
             return self._index[1]
         centroids = self.store.skill_vectors()
         profiles = self.store.skill_profiles()

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from toolscout.errors import SkillError
 from toolscout.models import Skill, SkillMatch
 from toolscout.store.base import Store
-from toolscout.store.sqlite_skills import now_iso
+from toolscout.store.sql.rows import now_iso
 
 SKILL_ID = re.compile(r"^[a-z][a-z0-9_]*$")
 #: Primary skill of a tool no skill fits with confidence >= 0.5 (not a catalog entry).

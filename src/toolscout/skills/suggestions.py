@@ -13,7 +13,7 @@ from toolscout.models import Skill, Suggestion
 from toolscout.skills.catalog import SkillCatalog, check_skill_id
 from toolscout.skills.classify import ProposedSkill
 from toolscout.store.base import Store
-from toolscout.store.sqlite_skills import now_iso
+from toolscout.store.sql.rows import now_iso
 
 PENDING, APPROVED, REJECTED = "pending", "approved", "rejected"
 

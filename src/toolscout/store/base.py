@@ -1,4 +1,5 @@
-"""The Store protocol and the URL-scheme registry that opens a backend.
+"""The Store protocol and the URL-scheme registry that opens a backend (the only place that
+branches on backend names).
 
 A store holds tools, their lexical fields and their vectors, and answers the two retrieval legs
 (``lexical`` and ``nearest``) with filters applied inside the backend. Scoring beyond each leg
@@ -8,6 +9,7 @@ A store holds tools, their lexical fields and their vectors, and answers the two
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -225,6 +227,18 @@ class Store(SkillStore, EnrichStore, Protocol):
 
     def identity(self) -> IndexIdentity | None: ...
 
+    def reset(self) -> None:
+        """Drop every tool, its assignments and the recorded identity (``index --rebuild``);
+        skills stay, without their vectors. Raises: StoreError."""
+        ...
+
+    def bulk(self) -> AbstractContextManager[None]:
+        """A context for writing many tools at once: a store may defer index upkeep to its
+        end (PostgreSQL rebuilds its HNSW graph once); others do nothing.
+
+        Raises: StoreError."""
+        ...
+
     def upsert(self, entries: Sequence[IndexEntry]) -> None:
         """Insert or replace tools with their fields and vectors, atomically. Raises: StoreError."""
         ...
@@ -284,7 +298,9 @@ class Store(SkillStore, EnrichStore, Protocol):
 
     def data_version(self) -> Hashable | None:
         """A cheap token that changes whenever anything in the index changes (a write from
-        any process), or None when the store cannot tell cheaply. Result caches key on it."""
+        any process), or None when the store cannot tell cheaply. Every cache of index data
+        keys on it (results, counts, stage 1's skill index, vector mirrors), and one place per
+        store moves it: its write transaction."""
         ...
 
     def close(self) -> None: ...

@@ -12,7 +12,6 @@ index built by another toolscout version or enricher setting: `toolscout index` 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -25,7 +24,7 @@ Derive = Callable[[Sequence[Tool]], Mapping[str, tuple[Mapping[str, str], str]]]
 Progress = Callable[[int, int], None]
 
 #: meta keys the skill layer keeps (the identity and schema version are the target's own).
-COPIED_META = ("skills_seeded", "skills_version")
+COPIED_META = ("skills_seeded",)
 BATCH = 500
 
 
@@ -135,8 +134,7 @@ def copy_index(
         tools.extend(got[i] for i in ids[start : start + BATCH] if i in got)
     report.enrichments = _copy_enrichments(source, target, tools)
     # A store that can defer index upkeep for a bulk load (PostgreSQL's HNSW) gets to.
-    bulk = getattr(target, "bulk", None)
-    with bulk() if callable(bulk) else nullcontext():
+    with target.bulk():
         _copy_tools(source, target, tools, derive, report, progress)
     _copy_skills(source, target, ids, report)
     for key in COPIED_META:

@@ -10,6 +10,12 @@ from collections.abc import Mapping, Sequence
 
 from toolscout.store.base import LEXICAL_FIELDS
 
+#: One smallint column per lexical field, in LEXICAL_FIELDS order (schema migration 5).
+TF_COLUMNS: tuple[str, ...] = tuple(f"tf{i + 1}" for i in range(len(LEXICAL_FIELDS)))
+assert len(TF_COLUMNS) == 8, "the postings table has eight tf columns: add a migration"
+#: The COPY statement that writes postings (term, doc, doc_len, tf per field).
+COPY_POSTINGS = f"COPY postings (term, doc, doc_len, {', '.join(TF_COLUMNS)}) FROM STDIN"
+
 # Characters of the analyser's CJK ranges that FTS5's unicode61 tokenizer treats as separators
 # (found by tokenising every character of those ranges with SQLite; a contract test re-checks).
 _SEPARATORS = "\u3099\u309a\u309b\u309c\u30a0\u30fb"

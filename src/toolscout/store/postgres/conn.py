@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -33,7 +33,8 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from toolscout.errors import StoreError
 from toolscout.models import Filters
-from toolscout.store.migrations.postgres import MIGRATIONS, SCHEMA_VERSION
+from toolscout.store.postgres.migrations import MIGRATIONS, SCHEMA_VERSION
+from toolscout.store.sql.dialect import POSTGRES, where
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 
@@ -48,7 +49,7 @@ _INT_OPTIONS = {
     "ef_search": 1000,
     "exact_below": 2_000,
     # Postings each process keeps as numpy arrays for BM25 (28 bytes each; 0: score in SQL).
-    # 2M covers a 100k-tool catalog (store/postgres_postings.py).
+    # 2M covers a 100k-tool catalog (store/postgres/lexical/postings.py).
     "postings_cache": 2_000_000,
     # Postings of the most common terms each process reads into that cache in the background
     # when it opens the store (0: none; lists are then read on first use, which makes a fresh
@@ -131,27 +132,7 @@ def sql_errors(what: str, target: PgTarget) -> Iterator[None]:
 
 def where_sql(filters: Filters | None, alias: str = "t") -> tuple[str, list[Any]]:
     """SQL condition (``%s`` placeholders) restricting tools to ``filters``; 'true' when empty."""
-    if filters is None or filters.is_empty():
-        return "true", []
-    parts: list[str] = []
-    params: list[Any] = []
-    columns: list[tuple[str, Sequence[str] | None]] = [
-        ("server", filters.servers),
-        ("source", filters.sources),
-        (
-            "item_type",
-            None if filters.item_types is None else [t.value for t in filters.item_types],
-        ),
-        ("id", filters.tool_ids),
-    ]
-    for column, values in columns:
-        if values is not None:
-            parts.append(f"{alias}.{column} = ANY(%s)")
-            params.append(list(values))
-    if filters.skill_ids is not None:
-        parts.append(f"{alias}.id IN (SELECT tool_id FROM tool_skills WHERE skill_id = ANY(%s))")
-        params.append(list(filters.skill_ids))
-    return " AND ".join(parts), params
+    return where(filters, POSTGRES, alias)
 
 
 # -- pgvector binary format: uint16 dim, uint16 unused, dim big-endian float32 ------------------

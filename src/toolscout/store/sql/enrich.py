@@ -1,16 +1,14 @@
-"""PostgreSQL side of the enrichment cache (``EnrichStore``): table ``enrichments``.
-
-A mixin of :class:`~toolscout.store.postgres.PostgresStore`, mirroring
-``toolscout.store.sqlite_enrich`` statement for statement.
-"""
+"""The enrichment cache (:class:`~toolscout.store.base.EnrichStore`, table ``enrichments``),
+written once for both SQL stores. Plain reads and upserts: freshness rules live in
+``toolscout.enrich.cache``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from typing import Any
 
 from toolscout.store.base import EnrichmentRecord
+from toolscout.store.sql.dialect import Database
 
 _COLUMNS = "kind, key, enricher, input_hash, payload, status, error, created_at, tokens"
 
@@ -29,39 +27,42 @@ def _row(r: Sequence[Any]) -> EnrichmentRecord:
     )
 
 
-class PostgresEnrichments:
-    """``EnrichStore`` methods for :class:`~toolscout.store.postgres.PostgresStore`."""
+class EnrichmentTables:
+    """``EnrichStore`` over one database."""
 
-    def transaction(self) -> AbstractContextManager[Any]:  # provided by the store
-        raise NotImplementedError
-
-    def _query(self, sql: str, params: Sequence[Any] = (), *, binary: bool = False) -> list[Any]:
-        raise NotImplementedError  # provided by the store
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.d = db.dialect
 
     def get_enrichments(
         self, kind: str, keys: Sequence[str], enricher: str
     ) -> dict[str, EnrichmentRecord]:
         """Raises: StoreError."""
-        if not keys:
-            return {}
-        rows = self._query(
-            f"SELECT {_COLUMNS} FROM enrichments "
-            f"WHERE kind = %s AND enricher = %s AND key = ANY(%s)",
-            [kind, enricher, list(keys)],
-        )
-        return {str(r[1]): _row(r) for r in rows}
+        out: dict[str, EnrichmentRecord] = {}
+        for batch in self.d.batches(keys):
+            cond, params = self.d.any_of("key", batch)
+            rows = self.db.query(
+                self.d.sql(
+                    f"SELECT {_COLUMNS} FROM enrichments WHERE kind = ? AND enricher = ? AND {cond}"
+                ),
+                [kind, enricher, *params],
+            )
+            out.update((str(r[1]), _row(r)) for r in rows)
+        return out
 
     def put_enrichments(self, records: Sequence[EnrichmentRecord]) -> None:
         """Raises: StoreError."""
         if not records:
             return
-        with self.transaction() as conn:
+        with self.db.transaction() as conn:
             conn.cursor().executemany(
-                f"INSERT INTO enrichments({_COLUMNS}) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s) "
-                "ON CONFLICT (kind, key, enricher) DO UPDATE SET "
-                "input_hash = EXCLUDED.input_hash, payload = EXCLUDED.payload, "
-                "status = EXCLUDED.status, error = EXCLUDED.error, "
-                "created_at = EXCLUDED.created_at, tokens = EXCLUDED.tokens",
+                self.d.sql(
+                    f"INSERT INTO enrichments({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?) "
+                    "ON CONFLICT (kind, key, enricher) DO UPDATE SET "
+                    "input_hash = EXCLUDED.input_hash, payload = EXCLUDED.payload, "
+                    "status = EXCLUDED.status, error = EXCLUDED.error, "
+                    "created_at = EXCLUDED.created_at, tokens = EXCLUDED.tokens"
+                ),
                 [
                     (
                         r.kind,
@@ -80,17 +81,20 @@ class PostgresEnrichments:
 
     def delete_enrichments(self, kind: str, keys: Sequence[str]) -> int:
         """Raises: StoreError."""
-        if not keys:
-            return 0
-        with self.transaction() as conn:
-            cur = conn.execute(
-                "DELETE FROM enrichments WHERE kind = %s AND key = ANY(%s)", (kind, list(keys))
-            )
-            return max(0, int(cur.rowcount))
+        removed = 0
+        with self.db.transaction() as conn:
+            for batch in self.d.batches(keys):
+                cond, params = self.d.any_of("key", batch)
+                cur = conn.execute(
+                    self.d.sql(f"DELETE FROM enrichments WHERE kind = ? AND {cond}"),
+                    [kind, *params],
+                )
+                removed += max(0, int(cur.rowcount))
+        return removed
 
     def enrichment_summary(self) -> list[tuple[str, str, str, int, int]]:
         """Raises: StoreError."""
-        rows = self._query(
+        rows = self.db.query(
             "SELECT enricher, kind, status, count(*), coalesce(sum(tokens), 0) FROM enrichments "
             "GROUP BY enricher, kind, status ORDER BY enricher, kind, status"
         )

@@ -1,4 +1,4 @@
-"""The SQLite store's lexical leg (FTS5 BM25) and its filter SQL.
+"""The SQLite store's lexical leg (FTS5 BM25) and its counts.
 
 BM25 is FTS5's own ``bm25()`` with one weight per field. Only the ``limit`` best rows need a
 tool id, so the FTS5 query runs alone (no join with ``tools`` for each of the often thousands
@@ -14,65 +14,29 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Hashable, Sequence
-from typing import Any
 
 from toolscout.models import Filters, Scored
 from toolscout.store.base import LEXICAL_FIELDS
+from toolscout.store.sql.dialect import SQLITE, where
+from toolscout.store.sqlite.database import SQLiteDatabase
 
 #: Rows fetched past ``limit`` so that ties at the cut can be ordered by id.
 TIE_MARGIN = 32
 
 
-def where_clause(filters: Filters | None, alias: str = "t") -> tuple[str, list[Any]]:
-    """SQL condition (``?`` placeholders) restricting tools to ``filters``; '1' when empty."""
-    if filters is None or filters.is_empty():
-        return "1", []
-    parts: list[str] = []
-    params: list[Any] = []
+class FTS5Lexical:
+    """``lexical`` and ``count`` of the SQLite store, over its database."""
 
-    def _in(column: str, values: Sequence[str]) -> None:
-        if not values:
-            parts.append("0")
-            return
-        parts.append(f"{alias}.{column} IN ({','.join('?' * len(values))})")
-        params.extend(values)
-
-    if filters.servers is not None:
-        _in("server", filters.servers)
-    if filters.sources is not None:
-        _in("source", filters.sources)
-    if filters.item_types is not None:
-        _in("item_type", [t.value for t in filters.item_types])
-    if filters.tool_ids is not None:
-        _in("id", filters.tool_ids)
-    if filters.skill_ids is not None:
-        if not filters.skill_ids:
-            parts.append("0")
-        else:
-            marks = ",".join("?" * len(filters.skill_ids))
-            parts.append(
-                f"{alias}.id IN (SELECT tool_id FROM tool_skills WHERE skill_id IN ({marks}))"
-            )
-            params.extend(filters.skill_ids)
-    return " AND ".join(parts), params
-
-
-class SQLiteLexical:
-    """Mixed into SQLiteStore: ``lexical`` and ``count``."""
-
-    _counts: dict[Filters | None, int]
-    _counts_version: Hashable | None
-    _counts_lock: threading.Lock
-
-    # Provided by SQLiteStore.
-    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        raise NotImplementedError
-
-    def data_version(self) -> Hashable | None:
-        raise NotImplementedError
+    def __init__(self, db: SQLiteDatabase) -> None:
+        self.db = db
+        self._query = db.query
+        self._counts: dict[Filters | None, int] = {}
+        self._counts_version: Hashable | None = None
+        self._counts_lock = threading.Lock()
 
     def count(self, filters: Filters | None = None) -> int:
-        version = self.data_version()
+        """Raises: StoreError."""
+        version = self.db.version()
         with self._counts_lock:
             if version != self._counts_version:
                 self._counts.clear()
@@ -80,7 +44,7 @@ class SQLiteLexical:
             cached = self._counts.get(filters)
         if cached is not None:
             return cached
-        cond, params = where_clause(filters)
+        cond, params = where(filters, SQLITE)
         value = int(self._query(f"SELECT count(*) FROM tools t WHERE {cond}", params)[0][0])
         with self._counts_lock:
             if version == self._counts_version and len(self._counts) < 256:
@@ -104,9 +68,9 @@ class SQLiteLexical:
         if len(w) != len(LEXICAL_FIELDS):
             raise ValueError(f"weights must have {len(LEXICAL_FIELDS)} entries")
         wsql = ", ".join(repr(float(x)) for x in w)
-        cond, params = where_clause(filters)
+        cond, params = where(filters, SQLITE)
         restrict = (
-            "" if cond == "1" else f" AND f.rowid IN (SELECT t.rowid FROM tools t WHERE {cond})"
+            "" if cond == "true" else f" AND f.rowid IN (SELECT t.rowid FROM tools t WHERE {cond})"
         )
         fetch = limit + TIE_MARGIN
         rows = self._query(

@@ -1,24 +1,24 @@
 """The vector leg of the PostgreSQL store: exact scans for small or narrow queries, HNSW above.
 
-A mixin of :class:`~toolscout.store.postgres.PostgresStore` (kept apart so each module stays
-small); it uses the store's pool, options, transactions and ``where_sql``.
+The store builds one :class:`PgVectorLeg` over its database; the leg owns the HNSW index's
+upkeep (built when the table outgrows ``exact_below``, dropped and rebuilt around a bulk load).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 import psycopg.sql
 from numpy.typing import NDArray
-from psycopg_pool import ConnectionPool
 
 from toolscout.errors import StoreError
 from toolscout.models import Filters, Scored
 from toolscout.store.base import IndexIdentity
-from toolscout.store.postgres_conn import Conn, PgTarget, sql_errors, where_sql
+from toolscout.store.postgres.conn import Conn, sql_errors, where_sql
+from toolscout.store.postgres.database import PostgresDatabase
 
 #: Extra HNSW candidates, re-scored exactly: the graph orders by half-precision distance,
 #: which can swap near-duplicates by ~1e-3, and equal scores at the cut must still break by
@@ -44,32 +44,30 @@ def hnsw_index_sql(dim: int) -> str:
     )
 
 
-class PostgresVectorLeg:
+class PgVectorLeg:
     """``nearest``, ``vectors`` and the HNSW index's upkeep."""
 
-    _target: PgTarget
-    _pool: ConnectionPool[Conn]
-    _dim: int | None
-    _bulk: bool = False
+    def __init__(self, db: PostgresDatabase, identity: Callable[[], IndexIdentity | None]) -> None:
+        self.db = db
+        self._target = db.target
+        self._pool = db.pool
+        self._query = db.query
+        self._identity = identity
+        #: The index dimension (None before an embedder is bound).
+        self.dim: int | None = None
+        #: True inside ``bulk()``: writes leave the HNSW index to the end.
+        self.in_bulk = False
 
-    def identity(self) -> IndexIdentity | None:  # provided by the store
-        raise NotImplementedError
-
-    def _bound_dim(self) -> int | None:
+    def bound_dim(self) -> int | None:
         """The index dimension; re-read when unknown, since another process may have bound
         the index after this one opened it."""
-        if self._dim is None:
-            ident = self.identity()
-            self._dim = ident.dim if ident else None
-        return self._dim
+        if self.dim is None:
+            ident = self._identity()
+            self.dim = ident.dim if ident else None
+        return self.dim
 
-    def transaction(self) -> AbstractContextManager[Conn]:  # provided by the store
-        raise NotImplementedError
-
-    def _query(self, sql: str, params: Sequence[Any] = (), *, binary: bool = False) -> list[Any]:
-        raise NotImplementedError  # provided by the store
-
-    def _ensure_vector_index(self, conn: Conn) -> None:
+    def ensure_index(self, conn: Conn) -> None:
+        """Build the HNSW index if it is missing (in the caller's write transaction)."""
         # Built only once exact scans stop being cheap: until then queries never use it, and
         # inserting into an HNSW graph row by row is most of a write's cost (docs/BENCHMARKS.md).
         exists = conn.execute("SELECT to_regclass('tools_embedding_hnsw')").fetchone()
@@ -79,7 +77,7 @@ class PostgresVectorLeg:
         # and is several times faster when the graph fits in maintenance_work_mem.
         conn.execute("SET LOCAL statement_timeout = 0")
         conn.execute("SET LOCAL maintenance_work_mem = '1GB'")
-        dim = self._bound_dim()
+        dim = self.bound_dim()
         if dim is None:  # no vectors yet: nothing to index
             return
         conn.execute(hnsw_index_sql(dim))
@@ -90,17 +88,17 @@ class PostgresVectorLeg:
         end (much faster than row-by-row upkeep). Meanwhile queries scan exactly.
 
         Raises: StoreError."""
-        with self.transaction() as conn:
+        with self.db.transaction() as conn:
             conn.execute("DROP INDEX IF EXISTS tools_embedding_hnsw")
-        self._bulk = True
+        self.in_bulk = True
         try:
             yield
         finally:
-            self._bulk = False
-            with self.transaction() as conn:
+            self.in_bulk = False
+            with self.db.transaction() as conn:
                 live = conn.execute("SELECT live_rows FROM lexical_stats").fetchone()
                 if live is not None and int(live[0]) > self._target.exact_below:
-                    self._ensure_vector_index(conn)
+                    self.ensure_index(conn)
             # Index-only BM25 scans need the visibility map, which autovacuum would set only
             # later; fresh statistics also keep the planner's estimates honest.
             with sql_errors("vacuum after a bulk load", self._target), self._pool.connection() as c:
@@ -146,7 +144,7 @@ class PostgresVectorLeg:
 
         Raises: StoreError (wrong dimension, PostgreSQL failure)."""
         queries = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
-        dim = self._bound_dim()
+        dim = self.bound_dim()
         if dim is None or limit <= 0:
             return [[] for _ in queries]
         if queries.shape[1] != dim:
@@ -196,7 +194,7 @@ class PostgresVectorLeg:
 
     def vectors(self, ids: Sequence[str]) -> dict[str, NDArray[np.float32]]:
         """Stored vectors by id. Raises: StoreError."""
-        if not ids or self._bound_dim() is None:
+        if not ids or self.bound_dim() is None:
             return {}
         rows = self._query(
             "SELECT id, embedding FROM tools WHERE id = ANY(%s) AND embedding IS NOT NULL",

@@ -5,13 +5,7 @@ classes for our eight fields, so no choice of weights makes PostgreSQL's ranking
 embedded store's. Instead every tool's analysed fields are kept as rows of ``postings``
 (term, the tool's integer ``doc`` key, token count, one term-frequency column per field) and
 one SQL statement evaluates FTS5's formula over them, operation by operation in the same order
-as ``fts5_aux.c``:
-
-    idf_i  = ln((N - n_i + 0.5) / (n_i + 0.5)), or 1e-6 when that is <= 0
-    f_i    = sum over fields c of w_c * tf_{i,c}
-    score  = sum_i idf_i * ((f_i * (k1 + 1)) / (f_i + k1 * (1 - b + b * D / avgdl)))
-
-with k1 = 1.2, b = 0.75, D the tool's token count, n_i the tools containing term i. The btree
+as ``fts5_aux.c`` (the formula and its constants: :mod:`.bm25`). The btree
 on ``(term, doc)`` finds the candidates, which is what a GIN index on a ``tsvector`` would do.
 Statements group and join on ``doc`` (an integer is far cheaper to hash than a text id) and
 turn docs into tool ids only for the few tools they return.
@@ -26,18 +20,17 @@ matched here as separate terms, not as a phrase.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolscout.store.base import LEXICAL_FIELDS
-from toolscout.store.postgres_conn import Conn
-
-#: One smallint column per lexical field, in LEXICAL_FIELDS order (schema migration 5).
-TF_COLUMNS: tuple[str, ...] = tuple(f"tf{i + 1}" for i in range(len(LEXICAL_FIELDS)))
-assert len(TF_COLUMNS) == 8, "the postings table has eight tf columns: add a migration"
-#: The COPY statement that writes postings (term, doc, doc_len, tf per field).
-COPY_POSTINGS = f"COPY postings (term, doc, doc_len, {', '.join(TF_COLUMNS)}) FROM STDIN"
+from toolscout.store.postgres.conn import Conn
+from toolscout.store.postgres.lexical.bm25 import (
+    K1,
+    field_sum_sql,
+    idf,
+    idf_floor_sql,
+    term_score_sql,
+)
 
 
 def forget_postings(conn: Conn, tool_ids: Sequence[str]) -> None:
@@ -56,7 +49,7 @@ def forget_postings(conn: Conn, tool_ids: Sequence[str]) -> None:
 
 def add_postings(conn: Conn, df: Mapping[str, int]) -> None:
     """Count newly written postings (``{term: tools}``) into ``term_stats``. Both this and
-    ``forget_postings`` stamp the terms with the write's version (see postgres_postings)."""
+    ``forget_postings`` stamp the terms with the write's version (see .postings)."""
     if df:
         conn.execute(
             "INSERT INTO term_stats(term, df, version) "
@@ -67,9 +60,6 @@ def add_postings(conn: Conn, df: Mapping[str, int]) -> None:
         )
 
 
-#: BM25's k1: no term contributes more than ``idf * (K1 + 1)`` to a score, whatever its
-#: frequency and the document's length (FTS5's formula, with non-negative field weights).
-K1 = 1.2
 #: Slack for rounding when a bound decides what may be skipped (scores are ~1-50).
 _SLACK = 1e-9
 #: MaxScore's first pass scans the rarest terms until their postings number this many
@@ -78,12 +68,6 @@ FIRST_COVER = 10
 #: Above this many distinct terms (long, chatty requests) BM25 runs unpruned: measured at
 #: 100k tools, pruning such queries cost more than it saved (docs/BENCHMARKS.md section 7).
 PRUNE_MAX_TERMS = 12
-
-
-def idf(df: int, rows: int) -> float:
-    """FTS5's IDF of a term in ``df`` of ``rows`` documents (the SQL's formula, for bounds)."""
-    v = math.log((rows - df + 0.5) / (df + 0.5))
-    return v if v > 0 else 1e-6
 
 
 def essential_terms(
@@ -156,12 +140,6 @@ def top_is_exact(
     return rest_bound(terms, df, rows, essential) < scores[limit - 1]
 
 
-def _field_sum(weights: Sequence[float]) -> str:
-    """FTS5's weighted term frequency of posting ``h``, summed in column order."""
-    terms = zip(weights, TF_COLUMNS, strict=True)
-    return " + ".join(f"{float(w)!r}::float8 * h.{c}" for w, c in terms)
-
-
 def bm25_topk_sql(weights: Sequence[float], filter_sql: str | None) -> str:
     """The pruned scoring statement (MaxScore): exact BM25 for every tool holding an essential
     term, every query term counted. Parameters: the query terms (text[]), their document
@@ -175,19 +153,14 @@ def bm25_topk_sql(weights: Sequence[float], filter_sql: str | None) -> str:
     its last bits, never by 1e-9 of it), so a tool gets the very same float as in ``bm25_sql``
     without sorting every posting.
     """
-    f_expr = _field_sum(weights)
+    f_expr = field_sum_sql(weights)
     where = ""
     if filter_sql:
         where = f"AND h.doc IN (SELECT t.doc FROM tools t WHERE {filter_sql})"
-    contribution = f"""q.idf * ((({f_expr}) * (1.2::float8 + 1.0::float8))
-                   / (({f_expr}) + 1.2::float8 * (1::float8 - 0.75::float8
-                      + 0.75::float8 * h.doc_len::float8 / (
-                          SELECT tokens_indexed::float8 / rows_indexed::float8
-                          FROM lexical_stats))))"""
+    contribution = f"q.idf * {term_score_sql(f_expr, 'h.doc_len')}"
     return f"""
         WITH q AS MATERIALIZED (
-            SELECT u.term, u.ord, u.essential,
-                   CASE WHEN x.v <= 0 THEN 1e-6::float8 ELSE x.v END AS idf
+            SELECT u.term, u.ord, u.essential, {idf_floor_sql("x.v")} AS idf
             FROM unnest(%s::text[], %s::bigint[], %s::boolean[])
                 WITH ORDINALITY AS u(term, df, essential, ord)
             CROSS JOIN LATERAL (
@@ -247,7 +220,7 @@ def bm25_sql(weights: Sequence[float], filter_sql: str | None) -> str:
     Weights are inlined as float8 literals (they are floats, checked by the caller); the
     field sum runs in column order like FTS5's per-instance accumulation.
     """
-    f_expr = _field_sum(weights)
+    f_expr = field_sum_sql(weights)
     where = ""
     if filter_sql:
         where = f"WHERE hits.doc IN (SELECT t.doc FROM tools t WHERE {filter_sql})"
@@ -260,8 +233,7 @@ def bm25_sql(weights: Sequence[float], filter_sql: str | None) -> str:
             FROM q JOIN postings h ON h.term = q.term
         ),
         idf AS (
-            SELECT d.ord,
-                   CASE WHEN x.v <= 0 THEN 1e-6::float8 ELSE x.v END AS idf
+            SELECT d.ord, {idf_floor_sql("x.v")} AS idf
             FROM (SELECT ord, count(*) AS n FROM hits GROUP BY ord) d
             CROSS JOIN LATERAL (
                 SELECT ln((((SELECT rows_indexed FROM lexical_stats) - d.n)::float8 + 0.5::float8)
@@ -270,11 +242,7 @@ def bm25_sql(weights: Sequence[float], filter_sql: str | None) -> str:
         ),
         s AS MATERIALIZED (
             SELECT hits.doc,
-                   sum(idf.idf * ((hits.f * (1.2::float8 + 1.0::float8))
-                       / (hits.f + 1.2::float8 * (1::float8 - 0.75::float8
-                          + 0.75::float8 * hits.doc_len::float8 / (
-                              SELECT tokens_indexed::float8 / rows_indexed::float8
-                              FROM lexical_stats))))
+                   sum(idf.idf * {term_score_sql("hits.f", "hits.doc_len")}
                        ORDER BY hits.ord) AS score
             FROM hits JOIN idf ON idf.ord = hits.ord
             {where}

@@ -1,23 +1,21 @@
-"""SkillManager: the skills half of the engine - catalog, classifiers, suggestions, search.
+"""SkillService: the skills half of the engine - catalog, classifiers and suggestions.
 
-One object per engine, built on first use so engines that never touch skills pay nothing.
-The starter catalog is loaded into an index the first time it has no skills (meta key
-``skills_seeded`` records that, so deactivating or replacing every skill later does not bring
-the starter back). Every write that changes what stage 1 sees bumps the ``skills_version`` meta
-key, which is how searchers in this and other processes notice.
+The engine builds one and holds it. The starter catalog is loaded into an index at one
+explicit point, :meth:`SkillService.seed`, which the engine calls when it opens a store (never
+inside a read); meta key ``skills_seeded`` records that it ran, so deactivating or replacing
+every skill later does not bring the starter back. Every write here moves the store's data
+version, which is how stage 1's skill index (and every other cache) in this and other
+processes notices.
 """
 
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Callable, Sequence
 
 from toolscout.embed.base import Embedder
 from toolscout.enrich.llm import LLM
 from toolscout.models import ClassifyProgress, ClassifyReport
-from toolscout.search.hierarchical import HierarchicalSearcher
-from toolscout.search.hybrid import HybridSearcher
 from toolscout.skills.catalog import SkillCatalog, starter_skills
 from toolscout.skills.centroid import recompute_centroids, refresh_profiles
 from toolscout.skills.classify import Classifier, OfflineClassifier, run_batch, select_tools
@@ -28,15 +26,14 @@ from toolscout.store.base import Store
 log = logging.getLogger("toolscout.skills")
 
 
-class SkillManager:
-    """Owns the catalog, the classifier (LLM with offline fallback, or offline), the
-    suggestion queue and the hierarchical searcher of one engine."""
+class SkillService:
+    """Owns the catalog, the classifier (LLM with offline fallback, or offline) and the
+    suggestion queue of one engine."""
 
     def __init__(
         self,
         store: Store,
         embedder: Embedder,
-        searcher: HybridSearcher,
         *,
         llm: LLM | None = None,
         starter: bool = True,
@@ -44,6 +41,7 @@ class SkillManager:
     ) -> None:
         self.store = store
         self.embedder = embedder
+        self.starter = starter
         self.concurrency = concurrency
         self.catalog = SkillCatalog(store, on_change=self._catalog_changed)
         self.offline = OfflineClassifier(store, embedder)
@@ -51,13 +49,13 @@ class SkillManager:
             LLMClassifier(llm, self.offline, store) if llm is not None else self.offline
         )
         self.suggestions = SuggestionQueue(store, self.catalog, self._reclassify)
-        self.hierarchical = HierarchicalSearcher(store, searcher)
-        if starter:
-            self.seed()
 
     def seed(self) -> bool:
-        """Load the starter catalog into an index that never had skills. Raises: StoreError."""
-        if self.store.get_meta("skills_seeded") is not None:
+        """Load the starter catalog into an index that never had skills (nothing when the
+        starter is off or the index was seeded before). Returns whether it loaded it.
+
+        Raises: StoreError, EmbedError."""
+        if not self.starter or self.store.get_meta("skills_seeded") is not None:
             return False
         seeded = not self.store.list_skills()
         if seeded:
@@ -65,13 +63,8 @@ class SkillManager:
         self.store.set_meta("skills_seeded", "starter" if seeded else "existing")
         return seeded
 
-    def bump(self) -> None:
-        """Tell every searcher of this index that skills or memberships changed."""
-        self.store.set_meta("skills_version", uuid.uuid4().hex)
-
     def _catalog_changed(self, skill_ids: list[str]) -> None:
         refresh_profiles(self.store, self.embedder)
-        self.bump()
 
     def _reclassify(self, tool_ids: Sequence[str]) -> ClassifyReport:
         return self.classify_tools(tool_ids, force=True)
@@ -89,7 +82,7 @@ class SkillManager:
         ids = select_tools(self.store, everything=force, ids=tool_ids)
         if not ids:
             return ClassifyReport(0, 0, 0, [])
-        report = run_batch(
+        return run_batch(
             self.store,
             self.classifier,
             ids,
@@ -97,11 +90,16 @@ class SkillManager:
             progress=progress,
             on_proposal=lambda tool_id, p: self.suggestions.propose(tool_id, p),
         )
-        self.bump()
-        return report
 
-    def forget(self, skill_ids: set[str]) -> None:
-        """Recompute centroids after tools left these skills (deleted tools)."""
-        if skill_ids:
-            recompute_centroids(self.store, skill_ids)
-            self.bump()
+    def skills_of(self, tool_ids: Sequence[str]) -> set[str]:
+        """Skills the given tools belong to (read before deleting them). Raises: StoreError."""
+        return {a.skill_id for rows in self.store.assignments(tool_ids).values() for a in rows}
+
+    def after_index(self, changed: Sequence[str], removed_skills: set[str]) -> None:
+        """Classify new/changed tools and recompute the centroids of skills that lost tools.
+
+        Raises: StoreError, EmbedError."""
+        if changed:
+            self.classify_tools(changed)
+        if removed_skills:
+            recompute_centroids(self.store, removed_skills)

@@ -4,7 +4,7 @@ PostgreSQL computes BM25 well for rare terms but slowly for common ones: groupin
 thousands of postings per query costs 20-70 ms at 100k tools, and pruning cannot skip them when
 a request mixes one rare word with several common ones (docs/BENCHMARKS.md section 7). So each
 store process keeps copies of the posting lists its queries use, as numpy arrays, and scores
-them itself, with the very float operations ``postgres_lexical`` runs in SQL (and FTS5 in
+them itself, with the very float operations ``.sql`` runs in SQL (and FTS5 in
 SQLite), in the same order: the scores are bit-identical.
 
 The copies are never stale. Every write stamps the terms whose postings it changes with its
@@ -31,8 +31,8 @@ from numpy.typing import NDArray
 from psycopg_pool import ConnectionPool
 
 from toolscout.errors import StoreError
-from toolscout.store.postgres_conn import Conn
-from toolscout.store.postgres_lexical import TF_COLUMNS
+from toolscout.store.postgres.conn import Conn
+from toolscout.store.postgres.lexical.terms import TF_COLUMNS
 
 log = logging.getLogger(__name__)
 

@@ -1,80 +1,51 @@
-"""The skills part of :class:`~toolscout.engine.Engine` (a mixin, so engine.py stays small).
+"""SearchService: every search the engine answers, with the result cache in front.
 
-These are the calls every edge makes for skills and hierarchical search: ``find``,
-``match_skills``, ``search_in_skills``, ``skills``, ``suggestions`` and ``classify``.
+The engine builds one and holds it; ``find`` (hierarchical/direct/hybrid), the flat ``search``
+and the two single-stage calls all live here, over one hybrid searcher and one hierarchical
+searcher. Results are cached by validated request and dropped whenever the store's data
+version moves (any write, from any process).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+import time
+from collections.abc import Hashable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from toolscout.embed.base import Embedder
-from toolscout.enrich.llm import LLM, open_llm
 from toolscout.errors import QueryError
 from toolscout.models import (
-    ClassifyProgress,
-    ClassifyReport,
+    Filters,
     HierarchicalRequest,
     HierarchicalResult,
     ItemType,
+    SearchHit,
+    SearchMode,
+    SearchResult,
     SkillMatch,
     ToolHit,
 )
-from toolscout.search.hierarchical import validate
-from toolscout.search.hybrid import HybridSearcher
+from toolscout.search.hierarchical import HierarchicalSearcher, validate
+from toolscout.search.hybrid import HybridSearcher, check_query
 from toolscout.search.results import ResultCache
-from toolscout.skills.catalog import SkillCatalog
-from toolscout.skills.manager import SkillManager
-from toolscout.skills.suggestions import SuggestionQueue
 from toolscout.store.base import Store
 
+MAX_LIMIT = 50
 
-class SkillOps:
-    """Mixed into Engine; needs ``store``, ``embedder`` and ``searcher`` attributes."""
 
-    store: Store
-    embedder: Embedder
-    searcher: HybridSearcher
-    result_cache: ResultCache[Any] | None = None
-    _skill_manager: SkillManager | None = None
-    skill_llm: LLM | None = None
-    skills_starter: bool = True
-    classify_concurrency: int = 4
+class SearchService:
+    """The searches of one engine (see the module docstring)."""
 
-    def configure_skills(self, settings: Any) -> None:
-        """Take the LLM classifier and starter-catalog settings from
-        :class:`~toolscout.config.Settings`. Raises: ConfigError."""
-        self.skill_llm = open_llm(settings)
-        self.skills_starter = bool(getattr(settings, "skills_starter", True))
-        self.classify_concurrency = int(getattr(settings, "llm_concurrency", 4))
-        self._skill_manager = None
+    def __init__(self, store: Store, searcher: HybridSearcher, *, cache_size: int) -> None:
+        self.store = store
+        self.searcher = searcher
+        self.hierarchical = HierarchicalSearcher(store, searcher)
+        #: Finished searches by request, dropped on any index change (None: off).
+        self.result_cache: ResultCache[Any] | None = (
+            ResultCache(cache_size, store.data_version) if cache_size > 0 else None
+        )
 
-    @property
-    def skill_manager(self) -> SkillManager:
-        """Built on first use (loads the starter catalog into an index with no skills)."""
-        if self._skill_manager is None:
-            self._skill_manager = SkillManager(
-                self.store,
-                self.embedder,
-                self.searcher,
-                llm=self.skill_llm,
-                starter=self.skills_starter,
-                concurrency=self.classify_concurrency,
-            )
-        return self._skill_manager
-
-    @property
-    def skills(self) -> SkillCatalog:
-        """The skill catalog (create/get/update/list/deactivate/reactivate/import/export)."""
-        return self.skill_manager.catalog
-
-    @property
-    def suggestions(self) -> SuggestionQueue:
-        """Skills proposed by the LLM classifier (pending/approve/reject)."""
-        return self.skill_manager.suggestions
-
+    # -- the contract's search ----------------------------------------------------------------
     def find(self, request: HierarchicalRequest) -> HierarchicalResult:
         """Hierarchical search per the search contract (strategies hierarchical/direct/hybrid).
 
@@ -82,12 +53,11 @@ class SkillOps:
             QueryError: naming the invalid field (EmptyQuery for an empty query).
         """
         req = validate(request)
-        hs = self.skill_manager.hierarchical
         key = self._find_key(req)
         hit, version = self._cached(key)
         if hit is not None:
             return hit
-        result = hs.find(req)
+        result = self.hierarchical.find(req)
         if self.result_cache is not None:
             self.result_cache.store(key, version, replace(result, metadata=dict(result.metadata)))
         return result
@@ -102,9 +72,8 @@ class SkillOps:
         return self._cached(self._find_key(validate(request)))[0]
 
     def _find_key(self, req: HierarchicalRequest) -> Hashable:
-        hs = self.skill_manager.hierarchical
         # The ranking configuration is part of the key: callers may swap it at run time.
-        return ("find", req, hs.searcher.config, hs.safety_net)
+        return ("find", req, self.searcher.config, self.hierarchical.safety_net)
 
     def _cached(self, key: Hashable) -> tuple[HierarchicalResult | None, Hashable | None]:
         if self.result_cache is None:
@@ -115,6 +84,40 @@ class SkillOps:
         hit: HierarchicalResult = cached
         return replace(hit, metadata={**hit.metadata, "cached": True}), version
 
+    # -- flat search ----------------------------------------------------------------------------
+    def search(self, query: str, *, mode: SearchMode, limit: int, filters: Filters) -> SearchResult:
+        """One hybrid/bm25/vector search over every tool the filters allow.
+
+        Raises:
+            QueryError: empty/long query, limit outside 1..50.
+        """
+        check_query(query)
+        if not 1 <= limit <= MAX_LIMIT:
+            raise QueryError("limit", f"must be between 1 and {MAX_LIMIT}, got {limit}")
+        t0 = time.perf_counter()
+        key = ("search", query, mode, limit, filters, self.searcher.config)
+        cached, version = self.result_cache.lookup(key) if self.result_cache else (None, None)
+        if cached is not None:
+            hit: SearchResult = cached
+            total = (time.perf_counter() - t0) * 1000
+            return replace(hit, timings_ms={"cached": 1.0, "total_ms": total})
+        timings: dict[str, float] = {}
+        ranked = self.searcher.search(
+            query, mode=mode, limit=limit, filters=filters, timings=timings
+        )
+        tools = self.store.get_many([r.id for r in ranked])
+        hits = [
+            SearchHit(tools[r.id], r.score, r.lexical_rank, r.vector_rank)
+            for r in ranked
+            if r.id in tools
+        ]
+        timings["total_ms"] = (time.perf_counter() - t0) * 1000
+        result = SearchResult(query=query, mode=mode, hits=hits, timings_ms=timings)
+        if self.result_cache is not None:
+            self.result_cache.store(key, version, replace(result, timings_ms=dict(timings)))
+        return result
+
+    # -- single stages ----------------------------------------------------------------------------
     def match_skills(
         self, query: str, *, limit: int = 5, threshold: float = 0.4
     ) -> list[SkillMatch]:
@@ -127,7 +130,7 @@ class SkillOps:
             HierarchicalRequest(query, skill_limit=limit, skill_threshold=threshold),
             {"skill_limit": "limit", "skill_threshold": "threshold"},
         )
-        hs = self.skill_manager.hierarchical
+        hs = self.hierarchical
         return hs.match_skills(hs.searcher.embed_query(req.query), limit=limit, threshold=threshold)
 
     def search_in_skills(
@@ -152,7 +155,7 @@ class SkillOps:
             HierarchicalRequest(query, item_type=item_type, limit=limit, tool_threshold=threshold),
             {"tool_threshold": "threshold"},
         )
-        hs = self.skill_manager.hierarchical
+        hs = self.hierarchical
         ranked, _ = hs.search_tools(
             req.query,
             hs.searcher.embed_query(req.query),
@@ -162,35 +165,6 @@ class SkillOps:
             threshold=req.tool_threshold,
         )
         return hs.hits(ranked, include_schemas=False)
-
-    def classify(
-        self,
-        *,
-        all: bool = False,
-        concurrency: int = 4,
-        progress: Callable[[ClassifyProgress], None] | None = None,
-    ) -> ClassifyReport:
-        """Classify unclassified, failed or changed tools (every tool with ``all``).
-
-        Raises:
-            StoreError, EmbedError.
-        """
-        return self.skill_manager.classify_tools(
-            None, force=all, concurrency=concurrency, progress=progress
-        )
-
-    def _skills_after_index(self, changed: Sequence[str], removed_skills: set[str]) -> None:
-        """Classify new/changed tools and refresh centroids of skills that lost tools."""
-        manager = self.skill_manager
-        if changed:
-            manager.classify_tools(changed)
-        manager.forget(removed_skills)
-
-    def _skills_of(self, tool_ids: Sequence[str]) -> set[str]:
-        """Skills the given tools belong to (read before deleting them)."""
-        if self._skill_manager is None and self.store.get_meta("skills_seeded") is None:
-            return set()
-        return {a.skill_id for rows in self.store.assignments(tool_ids).values() for a in rows}
 
 
 def _validate(request: HierarchicalRequest, rename: dict[str, str]) -> HierarchicalRequest:

@@ -1,39 +1,36 @@
-"""The engine's enrichment operations (issue 6), kept in their own module as a mixin of
-:class:`~toolscout.engine.Engine` so the engine module stays small.
+"""EnrichmentService: the engine's enrichment operations, one object the engine holds.
 
-The HTTP, MCP and CLI edges call these methods; each is one pass of the pipeline plus a
-re-index of the tools whose text changed.
+The HTTP, MCP and CLI edges call these through the engine; each is one pass of the pipeline
+plus a re-index (through the engine's :class:`~toolscout.indexing.IndexWriter`) of the tools
+whose text changed.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from toolscout.enrich.base import group_key
 from toolscout.enrich.pipeline import EnrichmentPipeline, Fields, iter_tools
 from toolscout.errors import QueryError
+from toolscout.indexing import IndexWriter, Prepared, prepare
 from toolscout.models import Filters, IndexReport, Tool
-
-if TYPE_CHECKING:
-    from toolscout.engine import Prepared
-    from toolscout.store.base import Store
+from toolscout.store.base import Store
 
 Progress = Callable[[int, int], None]
 log = logging.getLogger("toolscout.enrich")
 
 
-class EnrichmentOps:
-    """Mixed into Engine: needs ``store``, ``enrichment`` and ``_write``."""
+class EnrichmentService:
+    """Enrichment of indexed tools; ``pipeline`` is None when enrichment is off."""
 
-    store: Store
-    enrichment: EnrichmentPipeline | None
-
-    def _write(
-        self, todo: Sequence[Prepared], report: IndexReport, progress: Progress | None
-    ) -> None:  # provided by Engine
-        raise NotImplementedError
+    def __init__(
+        self, store: Store, pipeline: EnrichmentPipeline | None, writer: IndexWriter
+    ) -> None:
+        self.store = store
+        self.pipeline = pipeline
+        self.writer = writer
 
     def enrichment_fields(
         self, tools: dict[str, Tool], dropped: set[str]
@@ -45,11 +42,11 @@ class EnrichmentOps:
         every tool maps to None and there is no context.
 
         Raises: StoreError."""
-        if self.enrichment is None:
+        if self.pipeline is None:
             return {}, []
-        context = self.enrichment.context(tools, dropped)
-        fields = self.enrichment.fields([*tools.values(), *context])
-        report = self.enrichment.last_report
+        context = self.pipeline.context(tools, dropped)
+        fields = self.pipeline.fields([*tools.values(), *context])
+        report = self.pipeline.last_report
         if report.tools_failed or report.profiles_failed:
             log.warning(
                 "enrichment failed for %d tools and %d server profiles (they are indexed with "
@@ -65,8 +62,6 @@ class EnrichmentOps:
     ) -> dict[str, Any]:
         """Enrich ``tools`` (forced or by change detection) and re-embed those whose text
         changed. Returns the enrichment report plus how many tools were re-indexed."""
-        from toolscout.engine import prepare
-
         pipeline = self._require()
         fields = pipeline.fields(tools, force=force, progress=progress)
         existing = self.store.hashes(Filters(tool_ids=tuple(t.id for t in tools)))
@@ -77,15 +72,15 @@ class EnrichmentOps:
             if old is None or old[1] != prepared.text_hash:
                 todo.append(prepared)
         index_report = IndexReport(updated=len(todo))
-        self._write(todo, index_report, None)
+        self.writer.write(todo, index_report)
         return {**pipeline.last_report.to_dict(), "reindexed": len(todo)}
 
     def _require(self) -> EnrichmentPipeline:
-        if self.enrichment is None:
+        if self.pipeline is None:
             raise QueryError(
                 "enrich", "enrichment is off (enrich = none); set TOOLSCOUT_ENRICH=offline or llm"
             )
-        return self.enrichment
+        return self.pipeline
 
     def enrich_server(self, server: str, force: bool = True) -> dict[str, Any]:
         """(Re)make one server's profile and its tools' enrichment, then re-index them.
@@ -119,6 +114,6 @@ class EnrichmentOps:
         """Stored enrichments by state, cache hits and LLM tokens.
 
         Raises: StoreError."""
-        if self.enrichment is None:
+        if self.pipeline is None:
             return {"enricher": None, "stored": {}, "llm_tokens_stored": 0}
-        return self.enrichment.stats()
+        return self.pipeline.stats()

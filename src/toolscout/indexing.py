@@ -1,0 +1,101 @@
+"""IndexWriter: turn tools into index entries (text, hash, vector) and write them in batches.
+
+The engine's ``index``, the enrichment service's re-index and ``toolscout db`` all write
+through one writer, so every path derives fields and hashes the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass
+
+from toolscout.embed.base import Embedder
+from toolscout.models import IndexReport, Tool
+from toolscout.search.document import DOCUMENT_VERSION, embed_text, lexical_fields
+from toolscout.search.text import ANALYZER_VERSION
+from toolscout.store.base import IndexEntry, Store
+
+Progress = Callable[[int, int], None]
+#: Tool texts embedded (and written) per batch.
+EMBED_CHUNK = 256
+#: A write of at least this many tools that also rewrites half the index is a bulk load.
+BULK_MIN = 2000
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A tool with the derived text the store needs."""
+
+    tool: Tool
+    fields: dict[str, str]
+    text: str
+    text_hash: str
+
+
+def input_hash(tool: Tool, enrichment: dict[str, str] | None = None) -> str:
+    """Hash of every input of a tool's fields and vector, stored as its ``text_hash``.
+
+    Hashing the inputs (content hash, server, category, source, enrichment, and the versions of
+    the code that derives text) rather than the derived text lets a sync tell an unchanged tool
+    without analysing its text: a no-change sync of 10k tools is then bound by reading, not by
+    tokenising. ``source`` is included so a tool that moved between sources is rewritten with
+    its new source (otherwise pruning the old source would delete it).
+    """
+    payload = [
+        DOCUMENT_VERSION,
+        ANALYZER_VERSION,
+        tool.content_hash,
+        tool.server,
+        tool.category,
+        tool.source,
+        sorted((enrichment or {}).items()),
+    ]
+    return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def prepare(tool: Tool, enrichment: dict[str, str] | None = None) -> Prepared:
+    """The lexical fields, embedding text and input hash of ``tool`` (with its enrichment)."""
+    fields = lexical_fields(tool, enrichment)
+    text = embed_text(tool, enrichment)
+    return Prepared(tool, fields, text, input_hash(tool, enrichment))
+
+
+class IndexWriter:
+    """Embeds prepared tools in batches and upserts them, one transaction per batch."""
+
+    def __init__(self, store: Store, embedder: Embedder) -> None:
+        self.store = store
+        self.embedder = embedder
+
+    def write(
+        self, todo: Sequence[Prepared], report: IndexReport, progress: Progress | None = None
+    ) -> None:
+        """Embed and upsert ``todo``, counting into ``report.embedded``.
+
+        Raises:
+            StoreError, EmbedError. Batches already written stay written.
+        """
+        total = len(todo)
+        if progress:
+            progress(0, total)
+        # Longest texts together: batches pad less (the model sorts again inside a chunk).
+        ordered = sorted(todo, key=lambda p: len(p.text))
+        # A big rewrite lets the store defer index upkeep to one rebuild (PostgreSQL's HNSW
+        # graph: 2x faster for a 10k sync, docs/BENCHMARKS.md); other stores ignore it.
+        big = total >= BULK_MIN and total * 2 >= self.store.count()
+        with self.store.bulk() if big else nullcontext():
+            for start in range(0, total, EMBED_CHUNK):
+                chunk = ordered[start : start + EMBED_CHUNK]
+                vectors = self.embedder.embed([p.text for p in chunk])
+                report.embedded += len(chunk)
+                self.store.upsert(
+                    [
+                        IndexEntry(p.tool, p.fields, vectors[i], p.text_hash)
+                        for i, p in enumerate(chunk)
+                    ]
+                )
+                if progress:
+                    progress(min(start + EMBED_CHUNK, total), total)
