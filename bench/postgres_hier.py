@@ -287,7 +287,7 @@ def run_size(
     if warmer is not None:
         t0 = time.perf_counter()
         warmer.thread.join()
-        held = stores["postgres"]._postings.held  # type: ignore[attr-defined]
+        held = stores["postgres"].lexical_leg.cache.held  # type: ignore[attr-defined]
         log(f"[{size}] postgres: {held} postings preloaded ({time.perf_counter() - t0:.1f} s more)")
     rows = query_rows(fixed, sets)
     for set_name, queries in sets.items():
@@ -302,8 +302,8 @@ def run_size(
         result[set_name]["hnsw"] = hnsw_recall(stores["postgres"], entries, rows[set_name])
         log(f"[{size}] {set_name}: top5 {same}/{len(queries)} {result[set_name]['hnsw']}")
     pg = stores["postgres"]
-    if isinstance(pg, PostgresStore) and pg._postings is not None:
-        held = pg._postings.held
+    if isinstance(pg, PostgresStore) and pg.lexical_leg.cache is not None:
+        held = pg.lexical_leg.cache.held
         result["postings_cached"] = {"postings": held, "mb": round(held * 28 / 1e6, 1)}
         log(f"[{size}] posting lists cached in the process: {result['postings_cached']}")
     # A new process joining a warm database (a replica starting): a fresh store, its copies

@@ -82,8 +82,8 @@ def test_bm25_returns_exactly_the_exhaustive_top_k(zipf_store: PostgresStore) ->
         first = essential_terms(terms, df, rows, limit=limit, theta=None, cover=10)
         pruned += len(first) < len({t for t in terms if df.get(t, 0) > 0})
     assert pruned > 30  # the pruned path, not only the exhaustive fallback, was exercised
-    if zipf_store._postings is not None:  # filters both settled from cached lists and not
-        assert 0 < zipf_store._postings.filter_fallbacks < 15
+    if zipf_store.lexical_leg.cache is not None:  # filters both settled from cached lists and not
+        assert 0 < zipf_store.lexical_leg.cache.filter_fallbacks < 15
 
 
 def test_document_frequencies_follow_updates_and_deletes(zipf_store: PostgresStore) -> None:
