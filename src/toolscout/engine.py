@@ -77,7 +77,7 @@ class Engine:
         """Raises: ConfigError (the store was built with another embedder), StoreError,
         EmbedError (loading the starter catalog into a new index embeds it)."""
         self.store = store
-        self.embedder = embedder
+        self._embedder = embedder
         store.bind(IndexIdentity(embedder.name, embedder.dim, ANALYZER_VERSION))
         self.searcher = HybridSearcher(store, embedder, config)
         self.writer = IndexWriter(store, embedder)
@@ -88,6 +88,8 @@ class Engine:
             else None
         )
         self.enrichment_service = EnrichmentService(store, pipeline, self.writer)
+        #: Classification calls at once (the ``llm_concurrency`` setting).
+        self.classify_concurrency = classify_concurrency
         self.skill_service = SkillService(
             store,
             embedder,
@@ -102,6 +104,17 @@ class Engine:
         # The one explicit point where opening an index may write: a new index gets the
         # starter skill catalog (once; see SkillService.seed).
         self.skill_service.seed()
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder tool texts and queries go through."""
+        return self._embedder
+
+    @embedder.setter
+    def embedder(self, embedder: Embedder) -> None:
+        # Swapping it (a counting or caching wrapper) applies to what is indexed from now on.
+        self._embedder = embedder
+        self.writer.embedder = embedder
 
     @classmethod
     def open(cls, settings: Any = None, **overrides: Any) -> Engine:

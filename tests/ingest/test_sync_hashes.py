@@ -129,7 +129,7 @@ def test_a_folder_that_vanished_keeps_its_tools(engine: Engine, tmp_path: Path) 
 KILL_CATALOG_SIZE = 96
 #: The sync runs the real CLI with smaller chunks, so a kill lands between commits quickly.
 RUN_CLI_WITH_SMALL_CHUNKS = (
-    "import sys, toolscout.engine as e; e.EMBED_CHUNK = 8; "
+    "import sys, toolscout.indexing as e; e.EMBED_CHUNK = 8; "
     "from toolscout.cli import main; sys.argv[0] = 'toolscout'; main()"
 )
 

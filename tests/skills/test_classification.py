@@ -84,7 +84,7 @@ def test_a_changed_tool_is_reclassified_on_index(skills_engine: Engine) -> None:
 
 def test_a_failed_classification_is_recorded_and_retried(skills_engine: Engine) -> None:
     store = skills_engine.store
-    with store.transaction() as conn:  # type: ignore[attr-defined]
+    with store.database.transaction() as conn:  # type: ignore[attr-defined]
         # A tool whose vector is missing cannot be compared with any skill.
         conn.execute(
             "DELETE FROM tools_vec WHERE rowid=(SELECT rowid FROM tools WHERE id='fs::read_file')"

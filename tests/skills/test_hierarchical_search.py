@@ -235,7 +235,7 @@ def test_schemas_are_loaded_only_when_asked_and_a_broken_one_is_null(
     assert res.tools[0].schema is not None
     assert "subject" in res.tools[0].schema["properties"]
     store = skills_engine.store
-    with store.transaction() as conn:  # type: ignore[attr-defined]
+    with store.database.transaction() as conn:  # type: ignore[attr-defined]
         conn.execute("UPDATE tools SET input_schema='{not json' WHERE id='gmail::send_email'")
     res = skills_engine.find(HierarchicalRequest("send an email", include_schemas=True))
     assert res.tools[0].tool.id == "gmail::send_email"
