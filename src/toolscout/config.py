@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import platformdirs
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -50,6 +50,11 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="TOOLSCOUT_", extra="forbid")
 
     db: str = Field(default_factory=default_db, description="SQLite path or store URL")
+    vectors: str | None = Field(
+        default=None,
+        description="a Qdrant vector leg for a PostgreSQL db: qdrant://HOST:6333/COLLECTION "
+        "(API key from QDRANT_API_KEY) or qdrant+local:///FOLDER/COLLECTION",
+    )
     embed_model: str = "local:minilm-l6-int8"
     embed_base_url: str | None = None
     embed_api_key: str | None = None
@@ -123,6 +128,25 @@ class Settings(BaseSettings):
         if value not in ("adaptive", "rrf", "score"):
             raise ValueError("must be one of adaptive, rrf, score")
         return value
+
+    @model_validator(mode="after")
+    def _vectors_into_db(self) -> Settings:
+        """``vectors`` rides on the PostgreSQL URL as its ``vectors`` option, so every place
+        that opens ``db`` gets the same store."""
+        if not self.vectors:
+            return self
+        from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+        parts = urlsplit(self.db)
+        if parts.scheme not in ("postgresql", "postgres"):
+            raise ValueError(
+                "vectors: a Qdrant vector leg needs a PostgreSQL store; set db to "
+                "postgresql://... (the embedded SQLite store keeps its vectors itself)"
+            )
+        query = [(k, v) for k, v in parse_qsl(parts.query) if k != "vectors"]
+        query.append(("vectors", self.vectors))
+        self.db = urlunsplit((*parts[:3], urlencode(query), parts.fragment))
+        return self
 
     @classmethod
     def settings_customise_sources(

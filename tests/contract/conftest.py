@@ -97,11 +97,20 @@ def url_with() -> Callable[..., str]:
     return with_options
 
 
+def qdrant_url(folder: Path, collection: str = "tools") -> str:
+    """A Qdrant vector leg in qdrant-client's local mode (in process, on disk)."""
+    return f"qdrant+local://{folder.resolve()}/{collection}"
+
+
 def open_backend(kind: str, tmp_path: Path, pg_url: str | None) -> Store:
-    """A new, bound store of ``kind`` (``sqlite`` or ``postgres``)."""
+    """A new, bound store of ``kind`` (``sqlite``, ``postgres`` or ``qdrant``: PostgreSQL
+    with Qdrant's local mode as the vector leg)."""
     store: Store
     if kind == "sqlite":
         store = SQLiteStore("sqlite:///" + str(tmp_path / "contract.db"))
+    elif kind == "qdrant":
+        assert pg_url is not None
+        store = PostgresStore(with_options(pg_url, vectors=qdrant_url(tmp_path / "qdrant")))
     else:
         assert pg_url is not None
         store = PostgresStore(pg_url)
@@ -109,10 +118,17 @@ def open_backend(kind: str, tmp_path: Path, pg_url: str | None) -> Store:
     return store
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture(
+    params=[
+        "sqlite",
+        pytest.param("postgres", marks=pytest.mark.postgres),
+        pytest.param("qdrant", marks=pytest.mark.postgres),
+    ]
+)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    """The same contract, on a real SQLite file and on a real PostgreSQL schema."""
-    url = request.getfixturevalue("pg_url") if request.param == "postgres" else None
+    """The same contract, on a real SQLite file, on a real PostgreSQL schema, and on
+    PostgreSQL with a Qdrant vector leg (qdrant-client's local mode)."""
+    url = request.getfixturevalue("pg_url") if request.param != "sqlite" else None
     backend = open_backend(request.param, tmp_path, url)
     yield backend
     backend.close()

@@ -72,6 +72,8 @@ class PgTarget:
     exact_below: int
     postings_cache: int
     postings_warm: int
+    #: A ``qdrant://`` URL when Qdrant holds the vector leg (``toolscout.store.qdrant``).
+    vectors: str | None = None
 
 
 def parse_url(url: str) -> PgTarget:
@@ -81,7 +83,7 @@ def parse_url(url: str) -> PgTarget:
     """
     parts = urlsplit(url)
     query = parse_qsl(parts.query, keep_blank_values=True)
-    mine = {k: v for k, v in query if k in _INT_OPTIONS or k == "schema"}
+    mine = {k: v for k, v in query if k in _INT_OPTIONS or k in ("schema", "vectors")}
     rest = [(k, v) for k, v in query if k not in mine]
     if not any(k == "connect_timeout" for k, _ in rest):
         rest.append(("connect_timeout", "10"))
@@ -103,7 +105,7 @@ def parse_url(url: str) -> PgTarget:
     if parts.password is not None:
         netloc = netloc.replace(":" + parts.password + "@", ":***@", 1)
     display = urlunsplit((scheme, netloc, parts.path, parts.query, ""))
-    return PgTarget(conninfo, display, schema, **values)
+    return PgTarget(conninfo, display, schema, **values, vectors=mine.get("vectors") or None)
 
 
 @contextmanager

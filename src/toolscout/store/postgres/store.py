@@ -26,20 +26,23 @@ deadlocking or interleaving half-written tools; ``INSERT ... ON CONFLICT`` keeps
 from __future__ import annotations
 
 import json
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from toolscout.errors import ConfigError, StoreError
 from toolscout.models import Filters, Scored, Tool
-from toolscout.store.base import IndexEntry, IndexIdentity
+from toolscout.store.base import Classified, IndexEntry, IndexIdentity
 from toolscout.store.postgres.conn import open_pool, parse_url, prepare_database, where_sql
 from toolscout.store.postgres.database import PostgresDatabase
 from toolscout.store.postgres.lexical import PostgresLexical, document_terms
 from toolscout.store.postgres.vector import PgVectorLeg
+
+if TYPE_CHECKING:
+    from toolscout.store.qdrant import QdrantVectorLeg
 from toolscout.store.sql import SQLStore
 
 #: Filtered counts remembered per process (a search uses a handful of distinct filters).
@@ -76,7 +79,18 @@ class PostgresStore(SQLStore):
         self.database = PostgresDatabase(self._target, open_pool(self._target, search_path))
         super().__init__(self.database)
         self._counts: dict[tuple[str, str], tuple[int, int]] = {}
-        self.vector_leg = PgVectorLeg(self.database, self.identity)
+        self.vector_leg: PgVectorLeg | QdrantVectorLeg
+        if self._target.vectors:
+            from toolscout.store.qdrant import QdrantVectorLeg, parse_qdrant_url
+
+            self.vector_leg = QdrantVectorLeg(
+                self.database,
+                self.identity,
+                parse_qdrant_url(self._target.vectors),
+                skill_source=super().skill_vectors,
+            )
+        else:
+            self.vector_leg = PgVectorLeg(self.database, self.identity)
         try:
             ident = self.identity()
         except BaseException:
@@ -103,6 +117,7 @@ class PostgresStore(SQLStore):
                         f"original embedder."
                     )
                 self.vector_leg.dim = current.dim
+                self._mirror_bound()
                 return
             dim = int(identity.dim)
             conn.execute(f"ALTER TABLE tools ADD COLUMN IF NOT EXISTS embedding vector({dim})")
@@ -111,6 +126,18 @@ class PostgresStore(SQLStore):
                 (json.dumps(identity.__dict__),),
             )
         self.vector_leg.dim = identity.dim
+        self._mirror_bound()
+
+    def _mirror_bound(self) -> None:
+        """With Qdrant as the vector leg, its collections exist once a dimension is bound."""
+        if self._qdrant is not None and self.vector_leg.dim is not None:
+            self._qdrant.ensure_collections(self.vector_leg.dim)
+
+    @property
+    def _qdrant(self) -> QdrantVectorLeg | None:
+        """The Qdrant leg when it is the vector leg: every write is mirrored to it after
+        PostgreSQL commits (``toolscout.store.qdrant.leg`` explains the repair of gaps)."""
+        return None if isinstance(self.vector_leg, PgVectorLeg) else self.vector_leg
 
     def reset(self) -> None:
         """Drop every tool and the recorded identity (used by ``index --rebuild``).
@@ -132,6 +159,8 @@ class PostgresStore(SQLStore):
             )
             conn.execute("DELETE FROM meta WHERE key = 'identity'")
         self.vector_leg.dim = None
+        if self._qdrant is not None:
+            self._qdrant.reset()
 
     def bulk(self) -> AbstractContextManager[None]:
         """Load many tools at once (the HNSW index is rebuilt once at the end).
@@ -222,6 +251,8 @@ class PostgresStore(SQLStore):
             big = live is not None and int(live[0]) > self._target.exact_below
             if big and not self.vector_leg.in_bulk:
                 self.vector_leg.ensure_index(conn)
+        if self._qdrant is not None:
+            self._qdrant.written(ids)
 
     def delete(self, ids: Sequence[str]) -> int:
         """Raises: StoreError."""
@@ -236,7 +267,30 @@ class PostgresStore(SQLStore):
             conn.execute("DELETE FROM tool_skills WHERE tool_id = ANY(%s)", (wanted,))
             conn.execute("DELETE FROM tool_classification WHERE tool_id = ANY(%s)", (wanted,))
             conn.execute("UPDATE lexical_stats SET live_rows = live_rows - %s", (len(gone),))
+        if self._qdrant is not None:
+            self._qdrant.written(wanted)
         return len(gone)
+
+    def replace_assignments(self, results: Sequence[Classified]) -> set[str]:
+        """Raises: StoreError."""
+        changed = super().replace_assignments(results)
+        if self._qdrant is not None:  # the skill_ids payload filters stage 2
+            self._qdrant.written([r.tool_id for r in results])
+        return changed
+
+    def set_skill_vectors(self, vectors: Mapping[str, NDArray[np.float32] | None]) -> None:
+        """Raises: StoreError."""
+        super().set_skill_vectors(vectors)
+        if self._qdrant is not None:
+            self._qdrant.skills_changed(vectors)
+
+    def skill_vectors(self) -> dict[str, NDArray[np.float32]]:
+        """Stage 1's centroids: from the skills collection when Qdrant is the vector leg.
+
+        Raises: StoreError."""
+        if self._qdrant is not None:
+            return self._qdrant.skill_vectors()
+        return super().skill_vectors()
 
     # -- reads ------------------------------------------------------------------------------
     def count(self, filters: Filters | None = None) -> int:
@@ -297,6 +351,8 @@ class PostgresStore(SQLStore):
         return self.database.version()
 
     def close(self) -> None:
-        """Stop preloading postings, close the connection pool."""
+        """Stop preloading postings, close the connection pool (and the Qdrant client)."""
         self.lexical_leg.close()
+        if self._qdrant is not None:
+            self._qdrant.close()
         self.database.close()
