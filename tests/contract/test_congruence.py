@@ -1,5 +1,6 @@
-"""Congruence: the same catalog indexed in SQLite and in PostgreSQL gives the same top-10 ids
-for every query, in every mode, fusion and hierarchical strategy.
+"""Congruence: the same catalog indexed in SQLite, in PostgreSQL and in PostgreSQL with a
+Qdrant vector leg (qdrant-client's local mode) gives the same top-10 ids for every query, in
+every mode, fusion and hierarchical strategy.
 
 The one allowed difference is a documented tie: the vector legs compute the same cosine in
 float32 with different summation orders (numpy's BLAS vs pgvector's loop), so two tools whose
@@ -72,9 +73,13 @@ def engines(
     query = urlencode([*parse_qsl(parts.query), ("schema", "c_" + uuid.uuid4().hex[:12])])
     pg = urlunsplit((parts.scheme, parts.netloc, parts.path, query, ""))
     lite = str(tmp_path_factory.mktemp("congruence-db") / "index.db")
+    qdrant_schema = urlencode([*parse_qsl(parts.query), ("schema", "q_" + uuid.uuid4().hex[:12])])
+    folder = tmp_path_factory.mktemp("congruence-qdrant")
+    qdrant = urlunsplit((parts.scheme, parts.netloc, parts.path, qdrant_schema, ""))
+    qdrant += "&" + urlencode({"vectors": f"qdrant+local://{folder}/tools"})
     out: dict[str, Engine] = {}
     try:
-        for name, db in (("sqlite", lite), ("postgres", pg)):
+        for name, db in (("sqlite", lite), ("postgres", pg), ("qdrant", qdrant)):
             engine = Engine.open(Settings(db=db, cache_dir=str(vector_cache)))
             out[name] = engine
             engine.index([CatalogFile(sample[0], source="seal").read()])
@@ -107,7 +112,7 @@ def assert_congruent(a: list[tuple[str, float]], b: list[tuple[str, float]], tie
         ("hybrid", "score", TIE),
     ],
 )
-def test_both_stores_return_the_same_top10(
+def test_every_store_returns_the_same_top10(
     engines: dict[str, Engine],
     sample: tuple[Path, list[str]],
     mode: str,
@@ -119,26 +124,28 @@ def test_both_stores_return_the_same_top10(
     for query in sample[1]:
         runs = [
             [(h.tool.id, h.score) for h in e.search(query, mode=mode, limit=10).hits]
-            for e in (engines["sqlite"], engines["postgres"])
+            for e in (engines["sqlite"], engines["postgres"], engines["qdrant"])
         ]
         assert runs[0], query
         assert_congruent(runs[0], runs[1], tie)
+        assert_congruent(runs[0], runs[2], tie)
 
 
 @pytest.mark.parametrize("strategy", ["hierarchical", "direct", "hybrid"])
-def test_both_stores_agree_on_hierarchical_search(
+def test_every_store_agrees_on_hierarchical_search(
     engines: dict[str, Engine], sample: tuple[Path, list[str]], strategy: str
 ) -> None:
-    assert (
-        engines["sqlite"].store.skill_tool_counts() == engines["postgres"].store.skill_tool_counts()
-    )
+    counts = engines["sqlite"].store.skill_tool_counts()
+    assert counts == engines["postgres"].store.skill_tool_counts()
+    assert counts == engines["qdrant"].store.skill_tool_counts()
     found = 0
     for query in sample[1]:
         request = HierarchicalRequest(query, limit=10, strategy=strategy)
         runs = [
             [(h.tool.id, h.score) for h in e.find(request).tools]
-            for e in (engines["sqlite"], engines["postgres"])
+            for e in (engines["sqlite"], engines["postgres"], engines["qdrant"])
         ]
         assert_congruent(runs[0], runs[1], TIE)
+        assert_congruent(runs[0], runs[2], TIE)
         found += len(runs[0])
     assert found >= len(sample[1]), "the strategy found almost nothing: the check would be empty"

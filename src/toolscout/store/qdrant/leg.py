@@ -63,7 +63,8 @@ def _digest(text_hash: str, server: str, source: str, item_type: str, skills: li
 _STATE_SQL = (
     "SELECT t.id, t.text_hash, coalesce(t.server, ''), coalesce(t.source, ''), t.item_type, "
     "coalesce(array(SELECT s.skill_id FROM tool_skills s WHERE s.tool_id = t.id "
-    "ORDER BY s.skill_id), ARRAY[]::text[]) {vector} FROM tools t WHERE t.embedding IS NOT NULL {cond}"
+    "ORDER BY s.skill_id), ARRAY[]::text[]) {vector} "
+    "FROM tools t WHERE t.embedding IS NOT NULL {cond}"
 )
 
 
@@ -325,7 +326,9 @@ class QdrantVectorLeg:
             for k, v in sorted(vectors.items())
             if v is not None
         ]
-        drop = [point_id(k) for k, v in sorted(vectors.items()) if v is None]
+        drop: list[int | str | uuid.UUID] = [
+            point_id(k) for k, v in sorted(vectors.items()) if v is None
+        ]
         with self._errors("skill write"):
             if keep:
                 self.client.upsert(self.target.skills_collection, points=keep, wait=True)

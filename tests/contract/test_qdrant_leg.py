@@ -1,0 +1,196 @@
+"""The Qdrant vector leg beyond the shared contract: repair after a gap between the two
+writes, the skills collection, collection migration, and the URL and settings errors.
+
+Qdrant runs in qdrant-client's local mode (the same client API, in process); PostgreSQL is the
+real server the contract suite starts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from toolscout.config import Settings, load_settings
+from toolscout.errors import ConfigError
+from toolscout.models import Filters, Tool
+from toolscout.store.base import IndexEntry, IndexIdentity
+from toolscout.store.postgres import PostgresStore
+from toolscout.store.qdrant import QdrantVectorLeg, parse_qdrant_url
+from toolscout.store.qdrant.leg import SCHEMA, point_id
+
+pytestmark = pytest.mark.postgres
+IDENTITY = IndexIdentity("test-embedder", 8, "a2")
+
+
+def with_vectors(pg_url: str, folder: Path) -> str:
+    from urllib.parse import urlencode
+
+    vectors = f"qdrant+local://{folder.resolve()}/tools"
+    return pg_url + ("&" if "?" in pg_url else "?") + urlencode({"vectors": vectors})
+
+
+def entry(tool_id: str, axis: int, server: str = "s") -> IndexEntry:
+    vector = np.zeros(IDENTITY.dim, dtype=np.float32)
+    vector[axis % IDENTITY.dim] = 1.0
+    tool = Tool(id=tool_id, name=tool_id, description=f"tool {tool_id}", server=server)
+    # The text hash covers what the vector is made from: a new vector comes with a new hash.
+    fields = {"name": tool_id, "description": f"tool {tool_id}"}
+    return IndexEntry(tool, fields, vector, f"text-{axis}")
+
+
+def open_pair(pg_url: str, folder: Path) -> PostgresStore:
+    store = PostgresStore(with_vectors(pg_url, folder))
+    store.bind(IDENTITY)
+    return store
+
+
+def leg(store: PostgresStore) -> QdrantVectorLeg:
+    assert isinstance(store.vector_leg, QdrantVectorLeg)
+    return store.vector_leg
+
+
+def nearest_ids(store: PostgresStore, axis: int, limit: int = 10) -> list[str]:
+    query = np.zeros(IDENTITY.dim, dtype=np.float32)
+    query[axis] = 1.0
+    return [s.id for s in store.nearest(query, limit=limit)]
+
+
+def test_writes_behind_qdrants_back_are_repaired_by_the_next_write(
+    pg_url: str, tmp_path: Path
+) -> None:
+    folder = tmp_path / "q"
+    store = open_pair(pg_url, folder)
+    store.upsert([entry("a", 0), entry("b", 1), entry("c", 2)])
+    store.close()
+    # The state a crash between the two writes leaves: PostgreSQL moved on, Qdrant did not.
+    plain = PostgresStore(pg_url)
+    plain.upsert([entry("b", 3), entry("d", 4)])  # b moved, d is new
+    plain.delete(["c"])
+    plain.close()
+
+    store = open_pair(pg_url, folder)
+    try:
+        assert "c" in nearest_ids(store, 2)  # still stale: nothing has written yet
+        store.upsert([entry("e", 5)])  # the next sync's first write reconciles
+        assert nearest_ids(store, 3)[0] == "b"
+        assert nearest_ids(store, 4)[0] == "d"
+        assert "c" not in nearest_ids(store, 2)
+        assert sorted(nearest_ids(store, 0)) == ["a", "b", "d", "e"]
+        assert leg(store).reconcile() == (0, 0)  # nothing left to repair
+    finally:
+        store.close()
+
+
+def test_skill_reassignment_moves_the_payload_that_filters_stage_two(
+    pg_url: str, tmp_path: Path
+) -> None:
+    from toolscout.models import Skill, SkillAssignment
+    from toolscout.store.base import Classified
+
+    store = open_pair(pg_url, tmp_path / "q")
+    try:
+        store.upsert([entry("a", 0), entry("b", 0)])
+        store.insert_skill(Skill(id="mail", name="Mail", description="email"))
+        store.insert_skill(Skill(id="cal", name="Calendar", description="calendar"))
+
+        def assign(tool_id: str, skill_id: str) -> Classified:
+            return Classified(
+                tool_id, "h", "test", (SkillAssignment(tool_id, skill_id, 0.9, True),)
+            )
+
+        store.replace_assignments([assign("a", "mail"), assign("b", "cal")])
+        query = np.eye(IDENTITY.dim, dtype=np.float32)[0]
+        hits = store.nearest(query, limit=5, filters=Filters(skill_ids=("mail",)))
+        assert [h.id for h in hits] == ["a"]
+        store.replace_assignments([assign("a", "cal")])
+        assert store.nearest(query, limit=5, filters=Filters(skill_ids=("mail",))) == []
+        both = store.nearest(query, limit=5, filters=Filters(skill_ids=("cal",)))
+        assert [h.id for h in both] == ["a", "b"]
+    finally:
+        store.close()
+
+
+def test_skill_centroids_are_read_from_the_skills_collection(pg_url: str, tmp_path: Path) -> None:
+    store = open_pair(pg_url, tmp_path / "q")
+    try:
+        centroid = np.eye(IDENTITY.dim, dtype=np.float32)[2]
+        store.set_skill_vectors({"mail": centroid})
+        client = leg(store).client
+        name = leg(store).target.skills_collection
+        assert client.count(name).count == 1
+        assert np.allclose(store.skill_vectors()["mail"], centroid)
+        store.set_skill_vectors({"mail": None})
+        assert client.count(name).count == 0
+        assert store.skill_vectors() == {}
+    finally:
+        store.close()
+
+
+def test_a_collection_of_an_older_layout_is_rebuilt_from_postgresql(
+    pg_url: str, tmp_path: Path
+) -> None:
+    from qdrant_client import models as qm
+
+    folder = tmp_path / "q"
+    store = open_pair(pg_url, folder)
+    store.upsert([entry("a", 0), entry("b", 1)])
+    qleg = leg(store)
+    name = qleg.target.collection
+    qleg.client.delete_collection(name)
+    qleg.client.create_collection(
+        name,
+        vectors_config={"dense": qm.VectorParams(size=IDENTITY.dim, distance=qm.Distance.COSINE)},
+        metadata={"toolscout_schema": SCHEMA - 1},
+    )
+    store.close()
+    store = open_pair(pg_url, folder)  # binding migrates the collection...
+    try:
+        assert leg(store).client.get_collection(name).config.metadata == {
+            "toolscout_schema": SCHEMA
+        }
+        store.upsert([entry("c", 2)])  # ...and the next write fills it from PostgreSQL
+        assert sorted(nearest_ids(store, 0)) == ["a", "b", "c"]
+        record = leg(store).client.retrieve(name, [point_id("a")], with_payload=True)
+        assert record[0].payload is not None and record[0].payload["tool_id"] == "a"
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(
+    ("url", "named"),
+    [
+        ("redis://h/c", "unknown scheme"),
+        ("qdrant://h:6333/", "collection name"),
+        ("qdrant://h/c?ef=many", "ef='many'"),
+        ("qdrant://h/c?quantization=pq", "quantization"),
+        ("qdrant://h/c?colour=1", "unknown option"),
+        ("qdrant+local://relative/c", "absolute folder"),
+    ],
+)
+def test_a_bad_vectors_url_names_what_is_wrong(url: str, named: str) -> None:
+    with pytest.raises(ConfigError, match="vectors") as info:
+        parse_qdrant_url(url)
+    assert named in str(info.value)
+
+
+def test_server_urls_carry_host_port_tls_and_the_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("QDRANT_API_KEY", "k1")
+    target = parse_qdrant_url("qdrants://vectors.internal:7000/tools?hnsw_m=32&quantization=none")
+    assert (target.host, target.port, target.https, target.api_key) == (
+        "vectors.internal",
+        7000,
+        True,
+        "k1",
+    )
+    assert (target.collection, target.skills_collection) == ("tools", "tools_skills")
+    assert (target.hnsw_m, target.quantization) == (32, "none")
+
+
+def test_vectors_setting_needs_a_postgresql_db_and_rides_on_its_url(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="vectors: a Qdrant vector leg needs a PostgreSQL"):
+        load_settings(db=str(tmp_path / "x.db"), vectors="qdrant://h/c")
+    settings = Settings(db="postgresql://u@h/db?schema=s", vectors="qdrant://h:6333/c")
+    assert "vectors=qdrant%3A%2F%2Fh%3A6333%2Fc" in settings.db
+    assert "schema=s" in settings.db
