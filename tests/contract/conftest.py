@@ -97,9 +97,19 @@ def url_with() -> Callable[..., str]:
     return with_options
 
 
-def qdrant_url(folder: Path, collection: str = "tools") -> str:
-    """A Qdrant vector leg in qdrant-client's local mode (in process, on disk)."""
-    return f"qdrant+local://{folder.resolve()}/{collection}"
+def qdrant_url(folder: Path) -> str:
+    """A Qdrant vector leg: qdrant-client's local mode (in process, on disk), or a collection
+    of its own on the server ``TOOLSCOUT_TEST_QDRANT_URL`` names (``qdrant://host:6333/x``)."""
+    server = os.environ.get("TOOLSCOUT_TEST_QDRANT_URL")
+    if server:
+        return server.rsplit("/", 1)[0] + "/t_" + uuid.uuid4().hex[:12]
+    return f"qdrant+local://{folder.resolve()}/tools"
+
+
+@pytest.fixture
+def qdrant_vectors() -> Callable[[Path], str]:
+    """``qdrant_vectors(folder)``: a ``vectors`` URL for a new Qdrant leg (see qdrant_url)."""
+    return qdrant_url
 
 
 def open_backend(kind: str, tmp_path: Path, pg_url: str | None) -> Store:

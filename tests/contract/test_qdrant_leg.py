@@ -7,6 +7,7 @@ real server the contract suite starts.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -24,13 +25,6 @@ pytestmark = pytest.mark.postgres
 IDENTITY = IndexIdentity("test-embedder", 8, "a2")
 
 
-def with_vectors(pg_url: str, folder: Path) -> str:
-    from urllib.parse import urlencode
-
-    vectors = f"qdrant+local://{folder.resolve()}/tools"
-    return pg_url + ("&" if "?" in pg_url else "?") + urlencode({"vectors": vectors})
-
-
 def entry(tool_id: str, axis: int, server: str = "s") -> IndexEntry:
     vector = np.zeros(IDENTITY.dim, dtype=np.float32)
     vector[axis % IDENTITY.dim] = 1.0
@@ -40,10 +34,20 @@ def entry(tool_id: str, axis: int, server: str = "s") -> IndexEntry:
     return IndexEntry(tool, fields, vector, f"text-{axis}")
 
 
-def open_pair(pg_url: str, folder: Path) -> PostgresStore:
-    store = PostgresStore(with_vectors(pg_url, folder))
-    store.bind(IDENTITY)
-    return store
+@pytest.fixture
+def open_pair(
+    pg_url: str, qdrant_vectors: Callable[[Path], str]
+) -> Callable[[Path], PostgresStore]:
+    """``open_pair(folder)``: the test's PostgreSQL schema with a Qdrant leg, bound."""
+    from urllib.parse import urlencode
+
+    def opener(folder: Path) -> PostgresStore:
+        vectors = urlencode({"vectors": qdrant_vectors(folder)})
+        store = PostgresStore(pg_url + ("&" if "?" in pg_url else "?") + vectors)
+        store.bind(IDENTITY)
+        return store
+
+    return opener
 
 
 def leg(store: PostgresStore) -> QdrantVectorLeg:
@@ -58,10 +62,10 @@ def nearest_ids(store: PostgresStore, axis: int, limit: int = 10) -> list[str]:
 
 
 def test_writes_behind_qdrants_back_are_repaired_by_the_next_write(
-    pg_url: str, tmp_path: Path
+    pg_url: str, tmp_path: Path, open_pair: Callable[[Path], PostgresStore]
 ) -> None:
     folder = tmp_path / "q"
-    store = open_pair(pg_url, folder)
+    store = open_pair(folder)
     store.upsert([entry("a", 0), entry("b", 1), entry("c", 2)])
     store.close()
     # The state a crash between the two writes leaves: PostgreSQL moved on, Qdrant did not.
@@ -70,7 +74,7 @@ def test_writes_behind_qdrants_back_are_repaired_by_the_next_write(
     plain.delete(["c"])
     plain.close()
 
-    store = open_pair(pg_url, folder)
+    store = open_pair(folder)
     try:
         assert "c" in nearest_ids(store, 2)  # still stale: nothing has written yet
         store.upsert([entry("e", 5)])  # the next sync's first write reconciles
@@ -84,12 +88,12 @@ def test_writes_behind_qdrants_back_are_repaired_by_the_next_write(
 
 
 def test_skill_reassignment_moves_the_payload_that_filters_stage_two(
-    pg_url: str, tmp_path: Path
+    pg_url: str, tmp_path: Path, open_pair: Callable[[Path], PostgresStore]
 ) -> None:
     from toolscout.models import Skill, SkillAssignment
     from toolscout.store.base import Classified
 
-    store = open_pair(pg_url, tmp_path / "q")
+    store = open_pair(tmp_path / "q")
     try:
         store.upsert([entry("a", 0), entry("b", 0)])
         store.insert_skill(Skill(id="mail", name="Mail", description="email"))
@@ -112,8 +116,10 @@ def test_skill_reassignment_moves_the_payload_that_filters_stage_two(
         store.close()
 
 
-def test_skill_centroids_are_read_from_the_skills_collection(pg_url: str, tmp_path: Path) -> None:
-    store = open_pair(pg_url, tmp_path / "q")
+def test_skill_centroids_are_read_from_the_skills_collection(
+    tmp_path: Path, open_pair: Callable[[Path], PostgresStore]
+) -> None:
+    store = open_pair(tmp_path / "q")
     try:
         centroid = np.eye(IDENTITY.dim, dtype=np.float32)[2]
         store.set_skill_vectors({"mail": centroid})
@@ -129,12 +135,12 @@ def test_skill_centroids_are_read_from_the_skills_collection(pg_url: str, tmp_pa
 
 
 def test_a_collection_of_an_older_layout_is_rebuilt_from_postgresql(
-    pg_url: str, tmp_path: Path
+    pg_url: str, tmp_path: Path, open_pair: Callable[[Path], PostgresStore]
 ) -> None:
     from qdrant_client import models as qm
 
     folder = tmp_path / "q"
-    store = open_pair(pg_url, folder)
+    store = open_pair(folder)
     store.upsert([entry("a", 0), entry("b", 1)])
     qleg = leg(store)
     name = qleg.target.collection
@@ -145,7 +151,7 @@ def test_a_collection_of_an_older_layout_is_rebuilt_from_postgresql(
         metadata={"toolscout_schema": SCHEMA - 1},
     )
     store.close()
-    store = open_pair(pg_url, folder)  # binding migrates the collection...
+    store = open_pair(folder)  # binding migrates the collection...
     try:
         assert leg(store).client.get_collection(name).config.metadata == {
             "toolscout_schema": SCHEMA
