@@ -81,6 +81,12 @@ from toolscout.store.base import Classified, IndexEntry, IndexIdentity, Store
 from toolscout.store.postgres import PostgresStore
 from toolscout.store.sqlite import SQLiteStore
 
+#: Stage names in the figures -> the result metadata that times them.
+STAGE_KEYS = {
+    "stage1": "skill_search_time_ms",
+    "stage2": "tool_search_time_ms",
+    "stage3": "schema_load_time_ms",
+}
 ROOT = Path(__file__).resolve().parents[1]
 PARAPHRASE = ROOT / "tests" / "data" / "livemcp_paraphrase" / "queries.jsonl"
 SHORT_WORDS = 12
@@ -206,8 +212,8 @@ def time_queries(
             if rep < passes - 1:
                 continue
             totals.append(ms)
-            for key in ("stage1", "stage2", "stage3"):
-                stages[key].append(result.metadata["stage_ms"][key])
+            for key, name in STAGE_KEYS.items():
+                stages[key].append(result.metadata[name])
             for key, value in timed.spent.items():
                 calls[key].append(value)
             tops.append([h.tool.id for h in result.tools])

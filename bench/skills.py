@@ -277,7 +277,7 @@ def latency(target: int = 10000, runs: int = 300, kind: str = "long") -> None:
             res = engine.find(req)
             times[strategy].append((time.perf_counter() - t) * 1000)
             inner[strategy].append(
-                res.metadata["stage_ms"]["total"] - res.metadata["stage_ms"]["embed"]
+                res.metadata["total_time_ms"] - res.metadata["query_embedding_time_ms"]
             )
     for s in times:
         print(

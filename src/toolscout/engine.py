@@ -32,14 +32,14 @@ from toolscout.models import (
     ClassifyProgress,
     ClassifyReport,
     Filters,
-    HierarchicalRequest,
-    HierarchicalResult,
     IndexReport,
     ItemType,
     Problem,
     SearchMode,
+    SearchRequest,
     SearchResult,
     SkillMatch,
+    Strategy,
     Tool,
     ToolHit,
 )
@@ -236,16 +236,18 @@ class Engine:
         return removed
 
     # -- search -----------------------------------------------------------------------------
-    def find(self, request: HierarchicalRequest) -> HierarchicalResult:
-        """Hierarchical search per the search contract (strategies hierarchical/direct/hybrid).
+    def find(self, request: SearchRequest) -> SearchResult:
+        """The one search: ``request.strategy`` is direct (every tool), hierarchical (skills
+        first, then the tools inside them) or hybrid (both). Every door calls this.
 
         Raises:
             QueryError: naming the invalid field (EmptyQuery for an empty query).
         """
         return self.search_service.find(request)
 
-    def cached_find(self, request: HierarchicalRequest) -> HierarchicalResult | None:
-        """The answer ``find`` would give from the result cache alone, or None.
+    def cached_find(self, request: SearchRequest) -> SearchResult | None:
+        """The answer ``find`` would give from the result cache alone, or None (no search
+        runs); a :class:`~toolscout.search.gate.SearchGate` asks this before queueing.
 
         Raises:
             QueryError: naming the invalid field.
@@ -256,26 +258,35 @@ class Engine:
         self,
         query: str,
         *,
+        strategy: Strategy | str = Strategy.DIRECT,
         mode: SearchMode | str = SearchMode.HYBRID,
         limit: int = 10,
+        min_score: float = 0.0,
+        item_type: ItemType | str | None = None,
         servers: Sequence[str] | None = None,
         sources: Sequence[str] | None = None,
-        item_types: Sequence[ItemType | str] | None = None,
-        filters: Filters | None = None,
+        include_schemas: bool = False,
     ) -> SearchResult:
-        """Search the index.
+        """``find`` with keyword arguments: by default every tool (``direct``), no threshold
+        but ``min_score``.
 
         Raises:
-            QueryError: empty/long query, limit outside 1..50, unknown mode or item type.
+            QueryError: naming the invalid field.
         """
-        parsed = _parse_mode(mode)
-        if filters is None:
-            filters = Filters(
+        return self.find(
+            SearchRequest(
+                query,
+                strategy=strategy,
+                item_type=item_type,
+                limit=limit,
+                min_score=min_score,
+                mode=mode,
+                tool_threshold=0.0,
+                include_schemas=include_schemas,
                 servers=tuple(servers) if servers else None,
                 sources=tuple(sources) if sources else None,
-                item_types=tuple(_parse_item_type(t) for t in item_types) if item_types else None,
             )
-        return self.search_service.search(query, mode=parsed, limit=limit, filters=filters)
+        )
 
     def match_skills(
         self, query: str, *, limit: int = 5, threshold: float = 0.4
@@ -460,13 +471,6 @@ def _query_encoder(embedder: Embedder) -> str | None:
             return found
         inner = getattr(inner, "inner", None)
     return None
-
-
-def _parse_mode(mode: SearchMode | str) -> SearchMode:
-    try:
-        return SearchMode(mode)
-    except ValueError:
-        raise QueryError("mode", f"must be one of bm25, vector, hybrid; got {mode!r}") from None
 
 
 def _parse_item_type(value: ItemType | str) -> ItemType:

@@ -148,26 +148,6 @@ class Ranked:
 
 
 @dataclass(frozen=True)
-class SearchHit:
-    """One ranked tool in a search result. ``score`` is in 0..1."""
-
-    tool: Tool
-    score: float
-    lexical_rank: int | None = None
-    vector_rank: int | None = None
-
-
-@dataclass(frozen=True)
-class SearchResult:
-    """The ranked hits of one query and how long each stage took (milliseconds)."""
-
-    query: str
-    mode: SearchMode
-    hits: list[SearchHit]
-    timings_ms: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
 class Problem:
     """A catalog entry that was skipped: where it is and what is wrong with it."""
 
@@ -256,39 +236,81 @@ class SkillMatch:
     tool_count: int
 
 
+class Strategy(StrEnum):
+    """How a search uses skills: ``hierarchical`` (skills first, then the tools inside them),
+    ``direct`` (every tool, skills ignored) or ``hybrid`` (both; each tool keeps its better
+    score)."""
+
+    HIERARCHICAL = "hierarchical"
+    DIRECT = "direct"
+    HYBRID = "hybrid"
+
+
 @dataclass(frozen=True)
-class ToolHit:
-    """One tool in a hierarchical result: score 0..1, its skills, and its schema when asked."""
+class SearchRequest:
+    """The one search request every door (Python, CLI, REST, MCP) sends to ``Engine.find``.
 
-    tool: Tool
-    score: float
-    skill_ids: tuple[str, ...] = ()
-    primary_skill: str | None = None
-    schema: JSON | None = None
-
-
-@dataclass(frozen=True)
-class HierarchicalRequest:
-    """The search contract's request (validated by ``Engine.find``)."""
+    ``limit`` tools at most, each scoring at least ``tool_threshold`` in its stage-2 search and
+    at least ``min_score`` in the end; ``mode`` picks the retrieval legs of stage 2;
+    ``servers``/``sources``/``item_type`` restrict which tools can be returned; stage 1 keeps
+    up to ``skill_limit`` skills scoring at least ``skill_threshold``. Validated by
+    ``Engine.find`` (a :class:`~toolscout.errors.QueryError` names the bad field).
+    """
 
     query: str
-    item_type: ItemType | None = None
+    item_type: ItemType | str | None = None
     limit: int = 5
     skill_limit: int = 3
     skill_threshold: float = 0.4
     tool_threshold: float = 0.3
     include_schemas: bool = False
-    strategy: str = "hierarchical"
+    strategy: Strategy | str = Strategy.HIERARCHICAL
+    min_score: float = 0.0
+    mode: SearchMode | str = SearchMode.HYBRID
+    servers: tuple[str, ...] | None = None
+    sources: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
-class HierarchicalResult:
-    """Tools, the skills that were matched, and metadata (strategy, skill_ids_used,
-    stage1_count, stage2_candidates, final_count, stage_ms, searched_fraction)."""
+class ToolHit:
+    """One tool in a search result: score 0..1, its skills (``primary_skill_id`` is one of
+    ``skill_ids`` or None), its input schema when asked for, the store's row key
+    (``db_id``) and the rank it had in each retrieval leg (None: not found by that leg)."""
 
+    tool: Tool
+    score: float
+    skill_ids: tuple[str, ...] = ()
+    primary_skill_id: str | None = None
+    schema: JSON | None = None
+    db_id: int | None = None
+    lexical_rank: int | None = None
+    vector_rank: int | None = None
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """The one search result: the query, the tools best first, the skills stage 1 matched,
+    and metadata named as in the search contract (``strategy_used``, ``skill_ids_used``,
+    ``stage1_skill_count``, ``stage2_candidate_count``, ``final_count``,
+    ``query_embedding_time_ms``, ``skill_search_time_ms``, ``tool_search_time_ms``,
+    ``schema_load_time_ms``, ``total_time_ms``; also ``searched_fraction``, and ``cached``
+    when the answer came from the result cache)."""
+
+    query: str
     tools: list[ToolHit]
     matched_skills: list[SkillMatch]
     metadata: dict[str, Any]
+
+    @property
+    def hits(self) -> list[ToolHit]:
+        """The tools (the name the flat search used)."""
+        return self.tools
+
+
+#: Former names of the request, result and hit types, kept so existing code keeps working.
+HierarchicalRequest = SearchRequest
+HierarchicalResult = SearchResult
+SearchHit = ToolHit
 
 
 @dataclass(frozen=True)

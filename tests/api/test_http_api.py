@@ -20,7 +20,7 @@ def _error(response: Any) -> dict[str, Any]:
 def test_flat_search_returns_the_engines_ranking(client: TestClient, api_engine: Engine) -> None:
     r = client.get("/api/v1/search", params={"query": "open a new github issue", "limit": 3})
     assert r.status_code == 200
-    hits = r.json()["hits"]
+    hits = r.json()["tools"]
     expected = api_engine.search("open a new github issue", limit=3).hits
     assert [h["id"] for h in hits] == [h.tool.id for h in expected]
     assert len(hits) == 3
@@ -143,7 +143,7 @@ def test_repeated_query_is_served_from_the_result_cache(client: TestClient) -> N
     before = client.get("/health").json()
     second = client.get("/api/v1/search", params=params).json()
     after = client.get("/health").json()
-    assert [h["id"] for h in first["hits"]] == [h["id"] for h in second["hits"]]
+    assert [h["id"] for h in first["tools"]] == [h["id"] for h in second["tools"]]
     assert after["result_cache"]["hits"] == before["result_cache"]["hits"] + 1
     # Answered whole from the result cache: the model was not asked again.
     assert after["query_cache"] == before["query_cache"]
@@ -164,3 +164,27 @@ def test_openapi_document_lists_every_api_route(client: TestClient) -> None:
     paths = client.get("/openapi.json").json()["paths"]
     for path in ("/api/v1/search", "/api/v1/tools/{tool_id}", "/health", "/metrics"):
         assert path in paths
+
+
+def test_openapi_documents_the_error_body_and_the_bearer_scheme(client: TestClient) -> None:
+    doc = client.get("/openapi.json").json()
+    schemes = doc["components"]["securitySchemes"]
+    assert any(s == {"type": "http", "scheme": "bearer"} | s for s in schemes.values())
+    search = doc["paths"]["/api/v1/search"]["post"]
+    assert search["security"]
+    for code in ("400", "401", "403", "422"):
+        ref = search["responses"][code]["content"]["application/json"]["schema"]["$ref"]
+        assert ref.endswith("/ErrorBody")
+    assert "409" in doc["paths"]["/api/v1/skills"]["post"]["responses"]
+    assert "404" in doc["paths"]["/api/v1/tools/{tool_id}"]["get"]["responses"]
+    body = doc["components"]["schemas"]["ErrorInfo"]["properties"]
+    assert {"code", "field", "message"} <= set(body)
+
+
+def test_stage_routes_answer_bare_lists(client: TestClient) -> None:
+    skills = client.get("/api/v1/search/skills", params={"query": "send an email"})
+    tools = client.get("/api/v1/search/tools", params={"query": "send an email"})
+    assert isinstance(skills.json(), list) and isinstance(tools.json(), list)
+    assert {"id", "name", "description", "score", "tool_count"} <= set(skills.json()[0])
+    top = tools.json()[0]
+    assert top["primary_skill_id"] is None or top["primary_skill_id"] in top["skill_ids"]

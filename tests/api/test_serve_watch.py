@@ -31,7 +31,7 @@ def _wait_for(http: httpx.Client, query: str, text: str, server: Launched) -> No
             last = exc
             time.sleep(0.2)
             continue
-        hits = found.json()["hits"]
+        hits = found.json()["tools"]
         last = [(h["id"], h["description"]) for h in hits]
         if any(h["id"] == ID and text in h["description"] for h in hits):
             return

@@ -53,7 +53,7 @@ def _cli_ids(db: Path, cache: Path, query: str) -> list[str]:
         timeout=120,
         check=True,
     )
-    return [h["id"] for h in json.loads(out.stdout)["hits"]]
+    return [h["id"] for h in json.loads(out.stdout)["tools"]]
 
 
 def _mcp_ids(engine: Engine, queries: list[str]) -> list[list[str]]:
@@ -75,10 +75,66 @@ def test_cli_rest_and_mcp_return_the_same_tools(
     server = launch("serve", "--port", "0")
     with httpx.Client(base_url=server.url, timeout=60) as http:
         rest = [
-            [h["id"] for h in http.get("/api/v1/search", params={"query": q}).json()["hits"]]
+            [h["id"] for h in http.get("/api/v1/search", params={"query": q}).json()["tools"]]
             for q in QUERIES
         ]
     cli = [_cli_ids(served_db, vector_cache, q) for q in QUERIES]
     mcp = _mcp_ids(api_engine, QUERIES)
     assert all(len(ids) == 5 for ids in rest)
     assert rest == cli == mcp
+
+
+REQUESTS: list[dict[str, Any]] = [
+    {"query": QUERIES[0], "strategy": "hierarchical", "limit": 5},
+    {"query": QUERIES[1], "strategy": "direct", "limit": 5, "min_score": 0.5},
+    {"query": QUERIES[2], "strategy": "hybrid", "limit": 4, "item_type": "tool"},
+]
+
+
+def _python_answer(engine: Engine, req: dict[str, Any]) -> list[tuple[str, float]]:
+    result = engine.search(**req)
+    return [(h.tool.id, round(h.score, 6)) for h in result.tools]
+
+
+def _cli_answer(db: Path, cache: Path, req: dict[str, Any]) -> list[tuple[str, float]]:
+    args = [TOOLSCOUT, "search", req["query"], "--json", "--limit", str(req["limit"])]
+    args += ["--strategy", req["strategy"], "--min-score", str(req.get("min_score", 0.0))]
+    if "item_type" in req:
+        args += ["--item-type", req["item_type"]]
+    out = subprocess.run(
+        args, env=server_env(db, cache), capture_output=True, text=True, timeout=120, check=True
+    )
+    return [(h["id"], h["score"]) for h in json.loads(out.stdout)["tools"]]
+
+
+def test_every_door_gives_the_same_answer_to_the_same_request(
+    launch: Callable[..., Launched], served_db: Path, vector_cache: Path, api_engine: Engine
+) -> None:
+    server = launch("serve", "--port", "0")
+    with httpx.Client(base_url=server.url, timeout=60) as http:
+        # REST's POST defaults to the contract's stage-2 threshold; the other doors to none.
+        rest = [
+            [
+                (h["id"], h["score"])
+                for h in http.post("/api/v1/search", json={**req, "tool_threshold": 0.0}).json()[
+                    "tools"
+                ]
+            ]
+            for req in REQUESTS
+        ]
+
+    async def over_mcp() -> list[list[tuple[str, float]]]:
+        out: list[list[tuple[str, float]]] = []
+        with anyio.fail_after(120):
+            async with Client(f"{server.url}/mcp") as client:  # the same port as REST
+                for req in REQUESTS:
+                    result = await client.call_tool("search_tools", req)
+                    content: Any = result.structured_content
+                    out.append([(h["id"], h["score"]) for h in content["result"]])
+        return out
+
+    mcp = anyio.run(over_mcp)
+    cli = [_cli_answer(served_db, vector_cache, req) for req in REQUESTS]
+    python = [_python_answer(api_engine, req) for req in REQUESTS]
+    assert all(python) and python[1] and all(s >= 0.5 for _, s in python[1])
+    assert python == rest == mcp == cli

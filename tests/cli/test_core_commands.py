@@ -40,7 +40,7 @@ def test_index_search_info_round_trip(tmp_path: Path) -> None:
     found = _run("search", "will it rain tomorrow", "--db", db, "--json", "--limit", "2")
     assert found.returncode == 0, found.stderr
     payload = json.loads(found.stdout)
-    assert payload["hits"][0]["id"] == "weather::get_forecast"
+    assert payload["tools"][0]["id"] == "weather::get_forecast"
     info = _run("info", "--json", env={"TOOLSCOUT_DB": db})
     assert json.loads(info.stdout)["tools"] == 3
     assert json.loads(info.stdout)["query_encoder"] == "int8"

@@ -9,7 +9,7 @@ from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.errors import ConfigError, QueryError, ToolNotFound
 from toolscout.ingest.jsonfile import CatalogFile
-from toolscout.models import Filters, ItemType, SearchMode
+from toolscout.models import ItemType, SearchMode
 from toolscout.store.base import IndexIdentity
 from toolscout.store.sqlite import SQLiteStore
 
@@ -125,10 +125,10 @@ def test_filters_restrict_every_mode(engine: Engine, tmp_path: Path) -> None:
     for mode in SearchMode:
         hits = engine.search("post an issue", mode=mode, servers=["slack"]).hits
         assert {h.tool.server for h in hits} == {"slack"}
-        prompts = engine.search("summarise a document", mode=mode, item_types=["prompt"]).hits
+        prompts = engine.search("summarise a document", mode=mode, item_type="prompt").hits
         assert [h.tool.item_type for h in prompts] == [ItemType.PROMPT]
     assert engine.search("open an issue", sources=["nowhere"]).hits == []
-    assert engine.search("open an issue", filters=Filters(tool_ids=("github::create_issue",))).hits
+    assert engine.search("open an issue", servers=["github"]).hits
 
 
 @pytest.mark.parametrize(
@@ -164,7 +164,7 @@ def test_bad_requests_name_the_field(engine: Engine) -> None:
         (dict(query="x", limit=0), "limit"),
         (dict(query="x", limit=51), "limit"),
         (dict(query="x", mode="fuzzy"), "mode"),
-        (dict(query="x", item_types=["widget"]), "item_type"),
+        (dict(query="x", item_type="widget"), "item_type"),
     ]
     for kwargs, field in cases:
         with pytest.raises(QueryError) as info:

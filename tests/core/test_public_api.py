@@ -5,8 +5,9 @@ def test_public_api_is_pinned() -> None:
     assert sorted(toolscout.__all__) == [
         "CatalogFile", "ConfigError", "EmbedError", "Engine", "EnrichError", "Filters",
         "HierarchicalRequest", "HierarchicalResult", "IndexReport", "IngestError", "ItemType",
-        "QueryError", "SearchHit", "SearchMode", "SearchResult", "Settings", "Skill", "SkillError",
-        "StoreError", "Tool", "ToolNotFound", "ToolscoutError", "__version__", "load_catalog",
+        "QueryError", "SearchHit", "SearchMode", "SearchRequest", "SearchResult", "Settings",
+        "Skill", "SkillError", "SkillMatch", "StoreError", "Strategy", "Tool", "ToolHit",
+        "ToolNotFound", "ToolscoutError", "__version__", "load_catalog",
         "load_settings", "open_store",
     ]  # fmt: skip
     for name in toolscout.__all__:

@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import anyio
+import anyio.from_thread
+
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.ingest.jsonfile import CatalogFile
-from toolscout.models import HierarchicalRequest
+from toolscout.models import HierarchicalRequest, SearchRequest
+from toolscout.search.gate import SearchGate
 
 TOOLS = [
     {"name": "send_email", "server": "mail", "description": "Send an email message."},
@@ -28,10 +32,10 @@ def test_a_repeated_search_is_answered_from_the_cache(engine: Engine, tmp_path: 
     first = engine.search("send an email", limit=3)
     again = engine.search("send an email", limit=3)
     assert [h.tool.id for h in again.hits] == [h.tool.id for h in first.hits]
-    assert again.timings_ms.get("cached") == 1.0 and "cached" not in first.timings_ms
+    assert again.metadata.get("cached") is True and "cached" not in first.metadata
     assert engine.result_cache_stats() == {"hits": 1, "misses": 1, "entries": 1}
     # Other options are another search.
-    assert "cached" not in engine.search("send an email", limit=2).timings_ms
+    assert "cached" not in engine.search("send an email", limit=2).metadata
 
 
 def test_hierarchical_results_are_cached_by_the_whole_request(
@@ -55,7 +59,7 @@ def test_any_write_drops_cached_results(engine: Engine, tmp_path: Path) -> None:
     assert "draft_email" not in before
     engine.index([CatalogFile(_write(catalog, [*TOOLS, NEW])).read()])
     after = engine.search("write an email draft", limit=5)
-    assert "cached" not in after.timings_ms
+    assert "cached" not in after.metadata
     assert after.hits[0].tool.name == "draft_email"
 
 
@@ -68,10 +72,10 @@ def test_a_write_from_another_connection_drops_cached_results(
         writer.index([CatalogFile(catalog).read()])
         names = [h.tool.name for h in reader.search("write an email draft", limit=5).hits]
         assert "draft_email" not in names
-        assert "cached" in reader.search("write an email draft", limit=5).timings_ms
+        assert "cached" in reader.search("write an email draft", limit=5).metadata
         writer.index([CatalogFile(_write(catalog, [*TOOLS, NEW])).read()])
         fresh = reader.search("write an email draft", limit=5)
-        assert "cached" not in fresh.timings_ms
+        assert "cached" not in fresh.metadata
         assert fresh.hits[0].tool.name == "draft_email"
     finally:
         reader.close()
@@ -84,7 +88,7 @@ def test_the_cache_can_be_turned_off(tmp_path: Path, vector_cache: Path) -> None
     try:
         eng.index([CatalogFile(_write(tmp_path / "c.json", TOOLS)).read()])
         eng.search("send an email")
-        assert "cached" not in eng.search("send an email").timings_ms
+        assert "cached" not in eng.search("send an email").metadata
         assert eng.result_cache_stats() is None
     finally:
         eng.close()
@@ -104,3 +108,33 @@ def test_cached_find_answers_only_from_the_cache_and_never_searches(
     assert [t.tool.id for t in cached.tools] == [t.tool.id for t in found.tools]
     engine.index([CatalogFile(_write(catalog, [*TOOLS, NEW])).read()])
     assert engine.cached_find(req) is None  # a write drops it here too
+
+
+def test_the_gate_answers_a_repeat_while_every_slot_is_busy(engine: Engine, tmp_path: Path) -> None:
+    engine.index([CatalogFile(_write(tmp_path / "c.json", TOOLS)).read()])
+    gate = SearchGate(engine, slots=1)
+    req = SearchRequest("open a bug report", strategy="direct")
+
+    async def main() -> tuple[list[str], list[str], bool]:
+        first = await gate.find(req)
+        held = anyio.Event()
+        release = anyio.Event()
+
+        def busy() -> None:  # occupies the only slot until released
+            anyio.from_thread.run_sync(held.set)
+            anyio.from_thread.run(release.wait)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(gate.run, busy)
+            with anyio.fail_after(60):
+                await held.wait()
+                again = await gate.find(req)  # no slot is free: only the cache can answer
+            release.set()
+        return (
+            [h.tool.id for h in first.tools],
+            [h.tool.id for h in again.tools],
+            bool(again.metadata.get("cached")),
+        )
+
+    first, again, cached = anyio.run(main)
+    assert first and again == first and cached

@@ -35,9 +35,9 @@ def test_find_prints_the_contract_result_as_json(db: str) -> None:
     assert isinstance(out, dict)
     tools = out["tools"]
     assert isinstance(tools, list) and tools[0]["id"] == "gmail::send_email"
-    assert tools[0]["primary_skill"] == "email" and tools[0]["schema"]["type"] == "object"
+    assert tools[0]["primary_skill_id"] == "email" and tools[0]["input_schema"]["type"] == "object"
     assert out["matched_skills"][0]["id"] == "email"  # type: ignore[index]
-    assert out["metadata"]["strategy"] == "hierarchical"  # type: ignore[index]
+    assert out["metadata"]["strategy_used"] == "hierarchical"  # type: ignore[index]
     only = run("find", "weather terms", "--db", db, "--item-type", "resource", "--json",
                "--strategy", "direct")  # fmt: skip
     assert [t["id"] for t in only["tools"]] == ["docs::weather_glossary"]  # type: ignore[call-overload,index]

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Request
 
-from toolscout.api.http import API, EngineDep, Read, Write
+from toolscout.api.http import API, GUARDED, LOOKUP_ERRORS, EngineDep, Read, Write, errors
 from toolscout.api.jobs import JobRunner
 from toolscout.api.schemas import JobOut
 from toolscout.api.skills_http import _job_out
@@ -52,27 +52,48 @@ def enrich_routes(app: FastAPI) -> None:
     """Add the enrichment routes (and their job runner) to ``app``."""
     app.state.enrich_jobs = JobRunner()
 
-    @app.post(f"{API}/enrichment/server/{{server}}/profile", dependencies=[Write], tags=[TAG])
+    @app.post(
+        f"{API}/enrichment/server/{{server}}/profile",
+        dependencies=[Write],
+        tags=[TAG],
+        responses=GUARDED,
+    )
     def regenerate_profile(server: str, engine: EngineDep) -> dict[str, Any]:
         """Remake one server's profile and its tools' enrichment, then re-index them."""
         return engine.enrich_server(server, force=True)
 
-    @app.get(f"{API}/enrichment/server/{{server}}/status", dependencies=[Read], tags=[TAG])
+    @app.get(
+        f"{API}/enrichment/server/{{server}}/status",
+        dependencies=[Read],
+        tags=[TAG],
+        responses=GUARDED,
+    )
     def enrichment_status(server: str, engine: EngineDep) -> dict[str, Any]:
         """Profile state (fresh, stale, failed, missing) and tool counts by state."""
         return engine.enrichment_status(server)
 
-    @app.post(f"{API}/enrichment/sync", dependencies=[Write], tags=[TAG], status_code=202)
+    @app.post(
+        f"{API}/enrichment/sync",
+        dependencies=[Write],
+        tags=[TAG],
+        status_code=202,
+        responses=errors(401, 403),
+    )
     def start_sync(engine: EngineDep, jobs: EnrichJobsDep) -> JobOut:
         """Start a background sync (enrich and re-index what changed); poll the returned job."""
         return _job_out(jobs.start(partial(_sync, engine)))
 
-    @app.get(f"{API}/enrichment/jobs/{{job_id}}", dependencies=[Write], tags=[TAG])
+    @app.get(
+        f"{API}/enrichment/jobs/{{job_id}}",
+        dependencies=[Write],
+        tags=[TAG],
+        responses=LOOKUP_ERRORS,
+    )
     def sync_job(job_id: str, jobs: EnrichJobsDep) -> JobOut:
         """Progress of a sync job: processed / total / errors."""
         return _job_out(jobs.get(job_id))
 
-    @app.get(f"{API}/enrichment/stats", dependencies=[Read], tags=[TAG])
+    @app.get(f"{API}/enrichment/stats", dependencies=[Read], tags=[TAG], responses=errors(401, 403))
     def enrichment_stats(engine: EngineDep) -> dict[str, Any]:
         """Stored enrichments by state, cache hits and LLM tokens."""
         return engine.enrichment_stats()

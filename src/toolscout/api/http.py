@@ -15,43 +15,66 @@ from contextlib import asynccontextmanager
 from functools import partial
 from typing import Annotated, Any, TypeVar
 
-import anyio
-import anyio.to_thread
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Query, Request, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from threadpoolctl import threadpool_limits
 
 from toolscout.api.auth import Access, KeyPolicy, bearer_token, check_access
 from toolscout.api.errors import body_for, error_body, validation_body
 from toolscout.api.jobs import JobRunner
+from toolscout.api.mcp import McpMount, create_mcp_server
 from toolscout.api.metrics import Metrics, MetricsMiddleware
 from toolscout.api.schemas import (
-    FlatSearchResponse,
+    ErrorBody,
     Health,
-    SearchMetadata,
     SearchRequest,
     SearchResponse,
-    SkillMatchesResponse,
     SkillOut,
     ToolDetail,
-    ToolHitsResponse,
     ToolOut,
     ToolPage,
 )
 from toolscout.config import Settings, load_settings
 from toolscout.engine import Engine
 from toolscout.errors import StoreError, ToolscoutError
-from toolscout.models import HierarchicalRequest, ItemType, SearchMode
+from toolscout.models import ItemType, SearchMode, Strategy
+from toolscout.models import SearchRequest as CoreRequest
+from toolscout.search.gate import SearchGate, slots_for
 
 log = logging.getLogger("toolscout.api")
 
 API = "/api/v1"
-#: Searches running at once per process (see ``_searching``): one per core with the default
-#: local int8 query encoder, four per core when queries batch (exact encoder, remote models).
-CORES = max(1, os.cpu_count() or 1)
 T = TypeVar("T")
+#: The bearer scheme, declared so OpenAPI lists it and /docs has an Authorize button; the key
+#: policy itself is checked by ``access`` (reads may be open on loopback).
+BEARER = HTTPBearer(
+    auto_error=False,
+    description="`TOOLSCOUT_API_KEY` (every route) or `TOOLSCOUT_READ_KEY` (reads).",
+)
+
+
+_ERRORS: dict[int, str] = {
+    400: "Empty query (`empty_query`).",
+    401: "No or wrong bearer key (`unauthorized`).",
+    403: "The key may not do this (`forbidden`).",
+    404: "No such tool, skill, suggestion, server or job (`*_not_found`).",
+    409: "A skill with that id exists (`skill_exists`).",
+    422: "A parameter is invalid; `field` names it (`invalid_parameter`).",
+}
+
+
+def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` for the error answers a route can give, with the real body."""
+    return {c: {"model": ErrorBody, "description": _ERRORS[c]} for c in codes}
+
+
+#: Every route behind the key policy with parameters; searches add 400 (empty query).
+GUARDED = errors(401, 403, 422)
+SEARCH_ERRORS = errors(400, 401, 403, 422)
+LOOKUP_ERRORS = errors(401, 403, 404, 422)
 
 
 def access(level: Access) -> Callable[[Request], Coroutine[Any, Any, None]]:
@@ -61,7 +84,10 @@ def access(level: Access) -> Callable[[Request], Coroutine[Any, Any, None]]:
         AccessDenied: answered 401/403 by the error table.
     """
 
-    async def dependency(request: Request) -> None:
+    async def dependency(
+        request: Request,
+        _: Annotated[HTTPAuthorizationCredentials | None, Security(BEARER)] = None,
+    ) -> None:
         policy: KeyPolicy = request.app.state.policy
         client = request.client.host if request.client else None
         check_access(policy, level, bearer_token(request.headers.get("authorization")), client)
@@ -115,86 +141,80 @@ def _split(value: str | None) -> list[str] | None:
     return items or None
 
 
-async def _searching(request: Request, fn: Callable[[], T]) -> T:
-    """Run one search on a worker thread, at most ``search_threads`` at a time per process.
+def _gate(request: Request) -> SearchGate:
+    gate: SearchGate = request.app.state.gate
+    return gate
 
-    With the exact query encoder, searches in flight share the model: their query embeddings
-    run as one batch (:class:`~toolscout.embed.batching.QueryBatcher`), which costs less per
-    query than one run each, so four per core run at once. The default int8 encoder embeds one
-    query per call (no batch to gain), and more searches in flight than cores only thrash on the
-    GIL and the store lock: one per core (measured: docs/BENCHMARKS.md §4). The rest wait on
-    the event loop; the other routes (health, metrics, tool reads) keep their own threads.
-    """
-    slots: anyio.CapacityLimiter | None = getattr(request.app.state, "search_slots", None)
-    if slots is None:  # created lazily: a limiter belongs to the running event loop
-        count = request.app.state.search_slot_count
-        slots = request.app.state.search_slots = anyio.CapacityLimiter(count)
-    return await anyio.to_thread.run_sync(fn, limiter=slots)
+
+GateDep = Annotated[SearchGate, Depends(_gate)]
 
 
 def _search_routes(app: FastAPI) -> None:
-    @app.post(f"{API}/search", dependencies=[Read], tags=["search"])
-    async def search(body: SearchRequest, engine: EngineDep, request: Request) -> SearchResponse:
-        """Hierarchical search: skills first, then tools inside them (the search contract)."""
-        req = HierarchicalRequest(**body.model_dump())
-        # A repeated request is answered from the result cache without waiting for a search
-        # slot (the lookup reads the store's data version, so it runs off the event loop).
-        result = await anyio.to_thread.run_sync(engine.cached_find, req)
-        if result is None:
-            result = await _searching(request, partial(engine.find, req))
+    @app.post(f"{API}/search", dependencies=[Read], tags=["search"], responses=SEARCH_ERRORS)
+    async def search(body: SearchRequest, gate: GateDep, request: Request) -> SearchResponse:
+        """The search contract: skills first, then tools inside them (``strategy``
+        hierarchical), every tool (direct), or both (hybrid)."""
+        result = await gate.find(body.to_core())
         metrics: Metrics = request.app.state.metrics
-        metrics.observe_stages(result.metadata.get("stage_ms", {}))
-        return SearchResponse(
-            tools=[ToolOut.of(h) for h in result.tools],
-            matched_skills=[SkillOut.of_match(m) for m in result.matched_skills],
-            metadata=SearchMetadata.model_validate(result.metadata),
+        metrics.observe_stages(
+            {k[:-8]: v for k, v in result.metadata.items() if k.endswith("_time_ms")}
         )
+        return SearchResponse.of(result)
 
-    @app.get(f"{API}/search", dependencies=[Read], tags=["search"])
-    async def flat_search(
-        engine: EngineDep,
-        request: Request,
+    @app.get(f"{API}/search", dependencies=[Read], tags=["search"], responses=SEARCH_ERRORS)
+    async def search_get(
+        gate: GateDep,
         query: str,
+        strategy: Strategy = Strategy.DIRECT,
         mode: SearchMode = SearchMode.HYBRID,
         item_type: ItemType | None = None,
-        server: str | None = None,
+        server: Annotated[str | None, Query(description="Comma-separated servers.")] = None,
+        source: Annotated[str | None, Query(description="Comma-separated sources.")] = None,
         limit: Annotated[int, Query(ge=1, le=50)] = 5,
-    ) -> FlatSearchResponse:
-        """The core engine's flat search over every tool (what ``toolscout search`` runs)."""
-        run = partial(
-            engine.search,
+        min_score: Annotated[float, Query(ge=0.0, le=1.0)] = 0.0,
+        include_schemas: bool = False,
+    ) -> SearchResponse:
+        """The same search as POST, from query parameters (``direct`` with no stage-2
+        threshold by default, as ``toolscout search``)."""
+        servers, sources = _split(server), _split(source)
+        req = CoreRequest(
             query,
-            mode=mode,
+            item_type=item_type,
             limit=limit,
-            servers=[server] if server else None,
-            item_types=[item_type] if item_type else None,
+            tool_threshold=0.0,
+            include_schemas=include_schemas,
+            strategy=strategy,
+            min_score=min_score,
+            mode=mode,
+            servers=tuple(servers) if servers else None,
+            sources=tuple(sources) if sources else None,
         )
-        return FlatSearchResponse.of(await _searching(request, run))
+        return SearchResponse.of(await gate.find(req))
 
-    @app.get(f"{API}/search/skills", dependencies=[Read], tags=["search"])
+    @app.get(f"{API}/search/skills", dependencies=[Read], tags=["search"], responses=SEARCH_ERRORS)
     async def search_skills(
         engine: EngineDep,
-        request: Request,
+        gate: GateDep,
         query: str,
-        limit: Annotated[int, Query(ge=1, le=50)] = 5,
+        limit: Annotated[int, Query(ge=1, le=20)] = 5,
         threshold: Annotated[float, Query(ge=0.0, le=1.0)] = 0.4,
-    ) -> SkillMatchesResponse:
-        """Stage 1 alone: the active skills matching a query, with tool counts."""
+    ) -> list[SkillOut]:
+        """Stage 1 alone: the active skills matching a query, with tool counts (a list)."""
         run = partial(engine.match_skills, query, limit=limit, threshold=threshold)
-        matches = await _searching(request, run)
-        return SkillMatchesResponse(skills=[SkillOut.of_match(m) for m in matches])
+        return [SkillOut.of_match(m) for m in await gate.run(run)]
 
-    @app.get(f"{API}/search/tools", dependencies=[Read], tags=["search"])
+    @app.get(f"{API}/search/tools", dependencies=[Read], tags=["search"], responses=SEARCH_ERRORS)
     async def search_tools(
         engine: EngineDep,
-        request: Request,
+        gate: GateDep,
         query: str,
         skill_ids: Annotated[str | None, Query(description="Comma-separated skill ids.")] = None,
         item_type: ItemType | None = None,
         limit: Annotated[int, Query(ge=1, le=50)] = 10,
         threshold: Annotated[float, Query(ge=0.0, le=1.0)] = 0.3,
-    ) -> ToolHitsResponse:
-        """Stage 2 alone: tools ranked inside the given skills (all tools without skill_ids)."""
+    ) -> list[ToolOut]:
+        """Stage 2 alone: tools ranked inside the given skills (all tools without
+        skill_ids), as a list."""
         run = partial(
             engine.search_in_skills,
             query,
@@ -203,17 +223,21 @@ def _search_routes(app: FastAPI) -> None:
             limit=limit,
             threshold=threshold,
         )
-        hits = await _searching(request, run)
-        return ToolHitsResponse(tools=[ToolOut.of(h) for h in hits])
+        return [ToolOut.of(h) for h in await gate.run(run)]
 
 
 def _tool_routes(app: FastAPI) -> None:
-    @app.get(f"{API}/tools/{{tool_id:path}}", dependencies=[Read], tags=["tools"])
+    @app.get(
+        f"{API}/tools/{{tool_id:path}}",
+        dependencies=[Read],
+        tags=["tools"],
+        responses=LOOKUP_ERRORS,
+    )
     def get_tool(tool_id: str, engine: EngineDep) -> ToolDetail:
         """One tool with its input and output schemas."""
         return ToolDetail.of(engine.get_tool(tool_id))
 
-    @app.get(f"{API}/tools", dependencies=[Read], tags=["tools"])
+    @app.get(f"{API}/tools", dependencies=[Read], tags=["tools"], responses=GUARDED)
     def list_tools(
         engine: EngineDep,
         server: str | None = None,
@@ -273,7 +297,13 @@ def _service_routes(app: FastAPI) -> None:
         status, body = _health(engine)
         return JSONResponse(body.model_dump(), status_code=status)
 
-    @app.get("/metrics", dependencies=[Read], tags=["service"], response_class=Response)
+    @app.get(
+        "/metrics",
+        dependencies=[Read],
+        tags=["service"],
+        response_class=Response,
+        responses=errors(401, 403),
+    )
     def metrics(request: Request, engine: EngineDep) -> Response:
         """Prometheus text format: requests and latency per route, search stage timings."""
         m: Metrics = request.app.state.metrics
@@ -283,9 +313,15 @@ def _service_routes(app: FastAPI) -> None:
 
 
 def create_app(
-    engine: Engine, settings: Settings | None = None, *, own_engine: bool = False
+    engine: Engine,
+    settings: Settings | None = None,
+    *,
+    own_engine: bool = False,
+    gate: SearchGate | None = None,
 ) -> FastAPI:
-    """The REST API over ``engine``; keys and limits come from ``settings``.
+    """The REST API over ``engine``, with MCP's streamable HTTP transport at ``/mcp`` (one
+    port, one :class:`~toolscout.search.gate.SearchGate` for both); keys and limits come from
+    ``settings``.
 
     With ``own_engine`` the app closes the engine when it shuts down.
 
@@ -293,10 +329,14 @@ def create_app(
         ConfigError: settings cannot be loaded (only when ``settings`` is None).
     """
     s = settings if settings is not None else load_settings()
+    gate = gate if gate is not None else SearchGate(engine, slots_for(s))
+    policy = KeyPolicy(api_key=s.api_key, read_key=s.read_key)
+    mcp = McpMount(create_mcp_server(engine, gate=gate), policy, host=s.host)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        yield
+        async with mcp.running():
+            yield
         if own_engine:
             engine.close()
 
@@ -307,9 +347,8 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.engine = engine
-    one_query_per_call = s.query_encoder == "int8" and s.embed_model.startswith("local:")
-    app.state.search_slot_count = s.search_threads or (CORES if one_query_per_call else 4 * CORES)
-    app.state.policy = KeyPolicy(api_key=s.api_key, read_key=s.read_key)
+    app.state.gate = gate
+    app.state.policy = policy
     app.state.metrics = Metrics()
     app.state.jobs = JobRunner()
     _install_error_handlers(app)
@@ -322,6 +361,7 @@ def create_app(
 
     skill_routes(app)
     enrich_routes(app)
+    app.router.routes.append(mcp.route())
     app.include_router(console_router(s))  # the web console at /
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     return app

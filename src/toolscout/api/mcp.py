@@ -2,34 +2,41 @@
 
 ``search_tools`` keeps freeact's contract (query, mode, scope, limit -> name, category, source,
 description, score; run with ``name="pytools"`` it replaces freeact's basic search by
-configuration) and adds each tool's ``id`` for ``get_tool_schema``. Every MCP tool is one
-Engine call plus rendering; MCP tools here only read, and the HTTP transport is wrapped in the
+configuration) and adds the search contract's fields (``id`` for ``get_tool_schema``,
+``type``, ``skill_ids``, ``primary_skill_id``) and its request fields ``strategy``,
+``item_type`` and ``min_score``: it is ``Engine.find``, run through the server's
+:class:`~toolscout.search.gate.SearchGate` like the REST routes, so the same request gives the
+same answer at every door. MCP tools here only read, and the HTTP transport is wrapped in the
 same key policy as the REST API.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
+from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolscout.api.auth import Access, KeyPolicy, bearer_token, check_access
 from toolscout.api.errors import body_for, mcp_message
 from toolscout.engine import Engine
-from toolscout.errors import AccessDenied, ToolscoutError
+from toolscout.errors import AccessDenied, StoreError, ToolscoutError
+from toolscout.models import SearchRequest
+from toolscout.search.gate import CORES, SearchGate
 
 T = TypeVar("T")
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
 
 
 class ToolResult(BaseModel):
-    """One search hit, freeact-compatible (plus ``id`` for lazy schema loading)."""
+    """One search hit, freeact-compatible, with the search contract's fields."""
 
     name: str = Field(description="Tool name, e.g. 'create_issue'.")
     category: str = Field(description="Category or server, e.g. 'github'.")
@@ -37,6 +44,9 @@ class ToolResult(BaseModel):
     description: str
     score: float = Field(description="Relevance in 0..1, best first.")
     id: str = Field(description="Pass to get_tool_schema to load the tool's input schema.")
+    type: str = Field(description="tool, prompt or resource.")
+    skill_ids: list[str] = Field(default_factory=list)
+    primary_skill_id: str | None = Field(default=None, description="One of skill_ids, or null.")
 
 
 class ToolSchema(BaseModel):
@@ -72,9 +82,13 @@ def _call(fn: Callable[[], T]) -> T:
         raise ToolError(mcp_message(exc)) from exc
 
 
-def create_mcp_server(engine: Engine, *, name: str = "toolscout") -> MCPServer:
+def create_mcp_server(
+    engine: Engine, *, name: str = "toolscout", gate: SearchGate | None = None
+) -> MCPServer:
     """An MCP server over ``engine`` with search_tools, get_tool_schema, list_skills and
-    search_skills. Use ``name="pytools"`` to stand in for freeact's tool search."""
+    search_skills; searches run through ``gate`` (by default one slot per core). Use
+    ``name="pytools"`` to stand in for freeact's tool search."""
+    searches = gate if gate is not None else SearchGate(engine, CORES)
     server: MCPServer = MCPServer(
         name,
         instructions="Search for the tools you need with search_tools, then load the chosen "
@@ -83,17 +97,35 @@ def create_mcp_server(engine: Engine, *, name: str = "toolscout") -> MCPServer:
     )
 
     @server.tool(annotations=READ_ONLY)
-    def search_tools(
+    async def search_tools(
         query: Annotated[str, Field(description="What you want to do, in plain words.")],
         mode: Literal["bm25", "vector", "hybrid"] = "hybrid",
         scope: Annotated[
             str, Field(description="'all', or a source/server name to search only there.")
         ] = "all",
         limit: Annotated[int, Field(ge=1, le=50)] = 5,
+        strategy: Annotated[
+            Literal["direct", "hierarchical", "hybrid"],
+            Field(description="direct: every tool; hierarchical: skills first; hybrid: both."),
+        ] = "direct",
+        item_type: Literal["tool", "prompt", "resource"] | None = None,
+        min_score: Annotated[float, Field(ge=0.0, le=1.0, description="Drop tools below.")] = 0.0,
     ) -> list[ToolResult]:
-        """Search for tools whose descriptions match the query, best first."""
-        narrowed = None if scope == "all" else [scope]
-        result = _call(lambda: engine.search(query, mode=mode, limit=limit, sources=narrowed))
+        """Search for the tools that fit what you want to do, best first."""
+        request = SearchRequest(
+            query,
+            item_type=item_type,
+            limit=limit,
+            tool_threshold=0.0,
+            strategy=strategy,
+            min_score=min_score,
+            mode=mode,
+            sources=None if scope == "all" else (scope,),
+        )
+        try:
+            result = await searches.find(request)
+        except ToolscoutError as exc:
+            raise ToolError(mcp_message(exc)) from exc
         return [
             ToolResult(
                 name=h.tool.name,
@@ -102,8 +134,11 @@ def create_mcp_server(engine: Engine, *, name: str = "toolscout") -> MCPServer:
                 description=h.tool.description,
                 score=round(h.score, 6),
                 id=h.tool.id,
+                type=h.tool.item_type.value,
+                skill_ids=list(h.skill_ids),
+                primary_skill_id=h.primary_skill_id,
             )
-            for h in result.hits
+            for h in result.tools
         ]
 
     @server.tool(annotations=READ_ONLY)
@@ -174,20 +209,58 @@ class KeyGuard:
             check_access(self.policy, Access.READ, bearer_token(headers.get("authorization")), host)
         except AccessDenied as exc:
             status, body = body_for(exc)
-            payload = json.dumps(body).encode("utf-8")
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": status,
-                    "headers": [
-                        (b"content-type", b"application/json"),
-                        (b"www-authenticate", b"Bearer"),
-                    ],
-                }
-            )
-            await send({"type": "http.response.body", "body": payload})
+            await _send_json(send, status, body, ((b"www-authenticate", b"Bearer"),))
             return
         await self.app(scope, receive, send)
+
+
+class McpMount:
+    """The streamable-HTTP endpoint of an MCP server inside another app (``toolscout serve``),
+    behind the key policy. Its session manager runs while :meth:`running` is entered (the host
+    app's lifespan); a manager runs only once, so each lifespan gets a fresh one."""
+
+    def __init__(self, server: MCPServer, policy: KeyPolicy, *, host: str = "127.0.0.1") -> None:
+        self.server = server
+        self.policy = policy
+        self.host = host
+        self._endpoint: ASGIApp | None = None
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Serve ``/mcp`` for the duration of the block."""
+        app = self.server.streamable_http_app(host=self.host)
+        route = next(r for r in app.routes if isinstance(r, Route) and r.path == "/mcp")
+        self._endpoint = KeyGuard(route.app, self.policy)
+        try:
+            async with self.server.session_manager.run():
+                yield
+        finally:
+            self._endpoint = None
+
+    def route(self) -> Route:
+        """The ``/mcp`` route to add to the host app."""
+        return Route("/mcp", endpoint=self)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._endpoint is None:  # the host app was not started with its lifespan
+            exc = StoreError("mcp: the MCP transport is not running (start the app's lifespan)")
+            status, body = body_for(exc)
+            await _send_json(send, status, body)
+            return
+        await self._endpoint(scope, receive, send)
+
+
+async def _send_json(
+    send: Send, status: int, body: dict[str, Any], headers: tuple[tuple[bytes, bytes], ...] = ()
+) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), *headers],
+        }
+    )
+    await send({"type": "http.response.body", "body": json.dumps(body).encode("utf-8")})
 
 
 def create_mcp_http_app(

@@ -22,6 +22,7 @@ from toolscout.models import (
     Tool,
     ToolHit,
 )
+from toolscout.models import SearchRequest as CoreRequest
 
 SKILL_ID_PATTERN = r"^[a-z][a-z0-9_]*$"
 Strategy = Literal["hierarchical", "direct", "hybrid"]
@@ -32,49 +33,68 @@ class _Request(BaseModel):
 
 
 class SearchRequest(_Request):
-    """The hierarchical search request of the search contract."""
+    """The search contract's request (the body of ``Engine.find``'s request)."""
 
     query: str = Field(max_length=1000, description="What the agent wants to do.")
     item_type: ItemType | None = None
     limit: int = Field(default=5, ge=1, le=50)
-    skill_limit: int = Field(default=3, ge=1, le=50)
+    skill_limit: int = Field(default=3, ge=1, le=20)
     skill_threshold: float = Field(default=0.4, ge=0.0, le=1.0)
     tool_threshold: float = Field(default=0.3, ge=0.0, le=1.0)
     include_schemas: bool = False
     strategy: Strategy = "hierarchical"
+    min_score: float = Field(default=0.0, ge=0.0, le=1.0, description="Drop tools below it.")
+    mode: SearchMode = Field(default=SearchMode.HYBRID, description="Stage 2's retrieval legs.")
+    servers: list[str] | None = Field(default=None, description="Only tools of these servers.")
+    sources: list[str] | None = Field(default=None, description="Only tools of these sources.")
+
+    def to_core(self) -> CoreRequest:
+        """The core request this body describes."""
+        data = self.model_dump()
+        for key in ("servers", "sources"):
+            data[key] = tuple(data[key]) if data[key] is not None else None
+        return CoreRequest(**data)
 
 
 class ToolOut(BaseModel):
-    """A tool in a search result; ``schema`` is its input schema when asked for."""
-
-    model_config = ConfigDict(populate_by_name=True)
+    """A tool in a search result, named as the search contract names it (``type`` is the item
+    type; ``db_id`` the store's integer row key; ``input_schema`` is set when the request asked
+    for schemas). ``server``, ``category``, ``source`` and the legs' ranks are extras."""
 
     id: str
+    db_id: int | None
+    type: ItemType
     name: str
     description: str
-    item_type: ItemType
-    server: str | None
-    category: str | None
     score: float
     skill_ids: list[str]
-    primary_skill: str | None
-    input_schema: dict[str, Any] | None = Field(default=None, serialization_alias="schema")
+    primary_skill_id: str | None = Field(description="One of skill_ids, or null.")
+    input_schema: dict[str, Any] | None = None
+    server: str | None = None
+    category: str | None = None
+    source: str | None = None
+    lexical_rank: int | None = None
+    vector_rank: int | None = None
 
     @classmethod
     def of(cls, hit: ToolHit) -> ToolOut:
-        """Render one hierarchical hit (``schema`` is set only when the request asked)."""
+        """Render one hit."""
         t = hit.tool
         return cls(
             id=t.id,
+            db_id=hit.db_id,
+            type=t.item_type,
             name=t.name,
             description=t.description,
-            item_type=t.item_type,
-            server=t.server,
-            category=t.category,
             score=round(hit.score, 6),
             skill_ids=list(hit.skill_ids),
-            primary_skill=hit.primary_skill,
+            primary_skill_id=hit.primary_skill_id,
             input_schema=hit.schema,
+            server=t.server,
+            category=t.category,
+            source=t.source,
+            lexical_rank=hit.lexical_rank,
+            vector_rank=hit.vector_rank,
         )
 
 
@@ -84,14 +104,14 @@ class SkillOut(BaseModel):
     id: str
     name: str
     description: str
+    score: float | None = None
+    tool_count: int | None = None
     keywords: list[str]
     examples: list[str]
     parent: str | None
     is_active: bool
     created_at: str
     updated_at: str
-    tool_count: int | None = None
-    score: float | None = None
 
     @classmethod
     def of(
@@ -112,80 +132,64 @@ class SkillOut(BaseModel):
 
 
 class SearchMetadata(BaseModel):
-    """How the search ran: strategy, skills used, stage counts and times (ms)."""
+    """How the search ran, named as the search contract names it (times in ms)."""
 
     model_config = ConfigDict(extra="allow")
 
-    strategy: str
+    strategy_used: Strategy
     skill_ids_used: list[str] | None = None
-    stage1_count: int = 0
-    stage2_candidates: int = 0
+    stage1_skill_count: int = 0
+    stage2_candidate_count: int = 0
     final_count: int = 0
-    stage_ms: dict[str, float] = Field(default_factory=dict)
+    query_embedding_time_ms: float = 0.0
+    skill_search_time_ms: float = 0.0
+    tool_search_time_ms: float = 0.0
+    schema_load_time_ms: float = 0.0
+    total_time_ms: float = 0.0
     searched_fraction: float | None = None
+    cached: bool | None = None
 
 
 class SearchResponse(BaseModel):
-    """The hierarchical search response of the search contract."""
+    """The search contract's response."""
 
+    query: str
     tools: list[ToolOut]
     matched_skills: list[SkillOut]
     metadata: SearchMetadata
 
-
-class FlatHit(BaseModel):
-    """One tool of a flat search, with the rank it had in each retrieval leg."""
-
-    id: str
-    name: str
-    description: str
-    item_type: ItemType
-    server: str | None
-    category: str | None
-    score: float
-    lexical_rank: int | None
-    vector_rank: int | None
-
-
-class FlatSearchResponse(BaseModel):
-    """The core engine's flat (single-stage) search result."""
-
-    query: str
-    mode: SearchMode
-    hits: list[FlatHit]
-    timings_ms: dict[str, float]
-
     @classmethod
-    def of(cls, result: SearchResult) -> FlatSearchResponse:
-        """Render a flat engine result."""
-        hits = [
-            FlatHit(
-                id=h.tool.id,
-                name=h.tool.name,
-                description=h.tool.description,
-                item_type=h.tool.item_type,
-                server=h.tool.server,
-                category=h.tool.category,
-                score=round(h.score, 6),
-                lexical_rank=h.lexical_rank,
-                vector_rank=h.vector_rank,
-            )
-            for h in result.hits
-        ]
-        timings = {k: round(v, 3) for k, v in result.timings_ms.items()}
-        return cls(query=result.query, mode=result.mode, hits=hits, timings_ms=timings)
+    def of(cls, result: SearchResult) -> SearchResponse:
+        """Render a core search result (what every door answers)."""
+        return cls(
+            query=result.query,
+            tools=[ToolOut.of(h) for h in result.tools],
+            matched_skills=[SkillOut.of_match(m) for m in result.matched_skills],
+            metadata=SearchMetadata.model_validate(result.metadata),
+        )
 
 
-class ToolHitsResponse(BaseModel):
-    """Stage 2 alone: tools ranked inside the given skills."""
+class ErrorDetail(BaseModel):
+    """One invalid field of a request."""
 
-    tools: list[ToolOut]
+    field: str | None
+    message: str
 
 
-class SkillMatchesResponse(BaseModel):
-    """Stage 1 alone: the skills that match a query."""
+class ErrorInfo(BaseModel):
+    """What went wrong: a stable machine-readable ``code``, the request field it concerns
+    (when one), a human message, and per-field details for validation errors."""
 
-    skills: list[SkillOut]
+    code: str = Field(examples=["invalid_parameter"])
+    field: str | None = Field(examples=["limit"])
+    message: str
+    details: list[ErrorDetail] | None = None
+
+
+class ErrorBody(BaseModel):
+    """Every error response: ``{"error": {"code", "field", "message"}}``."""
+
+    error: ErrorInfo
 
 
 class ToolDetail(BaseModel):

@@ -13,7 +13,7 @@ from typing import Annotated
 
 from fastapi import Depends, FastAPI, Path, Request
 
-from toolscout.api.http import API, EngineDep, Read, Write
+from toolscout.api.http import API, GUARDED, LOOKUP_ERRORS, EngineDep, Read, Write, errors
 from toolscout.api.jobs import Job, JobRunner
 from toolscout.api.schemas import (
     ClassifyRequest,
@@ -69,40 +69,60 @@ def _skill_out(engine: Engine, skill_id: str) -> SkillOut:
 
 
 def _catalog_routes(app: FastAPI) -> None:
-    @app.get(f"{API}/skills", dependencies=[Read], tags=["skills"])
+    @app.get(f"{API}/skills", dependencies=[Read], tags=["skills"], responses=GUARDED)
     def list_skills(engine: EngineDep, include_inactive: bool = True) -> SkillList:
         """Every skill with its tool count."""
         matches = engine.skills.list(include_inactive=include_inactive)
         return SkillList(skills=[SkillOut.of_match(m, scored=False) for m in matches])
 
-    @app.post(f"{API}/skills", dependencies=[Write], tags=["skills"], status_code=201)
+    @app.post(
+        f"{API}/skills",
+        dependencies=[Write],
+        tags=["skills"],
+        status_code=201,
+        responses=errors(401, 403, 409, 422),
+    )
     def create_skill(body: SkillCreate, engine: EngineDep) -> SkillOut:
         """Create a skill (409 when the id exists)."""
         return SkillOut.of(engine.skills.create(body.to_skill()), tool_count=0)
 
-    @app.get(f"{API}/skills/{{skill_id}}", dependencies=[Read], tags=["skills"])
+    @app.get(
+        f"{API}/skills/{{skill_id}}", dependencies=[Read], tags=["skills"], responses=LOOKUP_ERRORS
+    )
     def get_skill(skill_id: str, engine: EngineDep) -> SkillOut:
         """One skill with its tool count."""
         return _skill_out(engine, skill_id)
 
-    @app.put(f"{API}/skills/{{skill_id}}", dependencies=[Write], tags=["skills"])
+    @app.put(
+        f"{API}/skills/{{skill_id}}", dependencies=[Write], tags=["skills"], responses=LOOKUP_ERRORS
+    )
     def update_skill(skill_id: str, body: SkillUpdate, engine: EngineDep) -> SkillOut:
         """Change some fields of a skill."""
         return SkillOut.of(engine.skills.update(skill_id, **body.changes()))
 
-    @app.post(f"{API}/skills/{{skill_id}}/deactivate", dependencies=[Write], tags=["skills"])
+    @app.post(
+        f"{API}/skills/{{skill_id}}/deactivate",
+        dependencies=[Write],
+        tags=["skills"],
+        responses=LOOKUP_ERRORS,
+    )
     def deactivate_skill(skill_id: str, engine: EngineDep) -> SkillOut:
         """Leave a skill out of search; its assignments stay."""
         return SkillOut.of(engine.skills.deactivate(skill_id))
 
-    @app.post(f"{API}/skills/{{skill_id}}/reactivate", dependencies=[Write], tags=["skills"])
+    @app.post(
+        f"{API}/skills/{{skill_id}}/reactivate",
+        dependencies=[Write],
+        tags=["skills"],
+        responses=LOOKUP_ERRORS,
+    )
     def reactivate_skill(skill_id: str, engine: EngineDep) -> SkillOut:
         """Bring a deactivated skill back into search."""
         return SkillOut.of(engine.skills.reactivate(skill_id))
 
 
 def _suggestion_routes(app: FastAPI) -> None:
-    @app.get(f"{API}/suggestions", dependencies=[Write], tags=["suggestions"])
+    @app.get(f"{API}/suggestions", dependencies=[Write], tags=["suggestions"], responses=GUARDED)
     def pending_suggestions(engine: EngineDep) -> SuggestionList:
         """Skills classifiers proposed, waiting for a decision (admin: they are drafts)."""
         return SuggestionList(
@@ -110,14 +130,20 @@ def _suggestion_routes(app: FastAPI) -> None:
         )
 
     @app.post(
-        f"{API}/suggestions/{{suggestion_id}}/approve", dependencies=[Write], tags=["suggestions"]
+        f"{API}/suggestions/{{suggestion_id}}/approve",
+        dependencies=[Write],
+        tags=["suggestions"],
+        responses=errors(401, 403, 404, 409, 422),
     )
     def approve_suggestion(suggestion_id: SuggestionId, engine: EngineDep) -> SkillOut:
         """Create the proposed skill and re-classify its source tool."""
         return SkillOut.of(engine.suggestions.approve(suggestion_id))
 
     @app.post(
-        f"{API}/suggestions/{{suggestion_id}}/reject", dependencies=[Write], tags=["suggestions"]
+        f"{API}/suggestions/{{suggestion_id}}/reject",
+        dependencies=[Write],
+        tags=["suggestions"],
+        responses=LOOKUP_ERRORS,
     )
     def reject_suggestion(
         suggestion_id: SuggestionId, body: RejectRequest, engine: EngineDep
@@ -127,7 +153,13 @@ def _suggestion_routes(app: FastAPI) -> None:
 
 
 def _classify_routes(app: FastAPI) -> None:
-    @app.post(f"{API}/skills/classify", dependencies=[Write], tags=["skills"], status_code=202)
+    @app.post(
+        f"{API}/skills/classify",
+        dependencies=[Write],
+        tags=["skills"],
+        status_code=202,
+        responses=GUARDED,
+    )
     def start_classification(
         engine: EngineDep, jobs: JobsDep, body: ClassifyRequest | None = None
     ) -> JobOut:
@@ -136,7 +168,12 @@ def _classify_routes(app: FastAPI) -> None:
         job = jobs.start(partial(_classify, engine, req.all, req.concurrency))
         return _job_out(job)
 
-    @app.get(f"{API}/skills/classify/{{job_id}}", dependencies=[Write], tags=["skills"])
+    @app.get(
+        f"{API}/skills/classify/{{job_id}}",
+        dependencies=[Write],
+        tags=["skills"],
+        responses=LOOKUP_ERRORS,
+    )
     def classification_job(job_id: str, jobs: JobsDep) -> JobOut:
         """Progress of a classification job: processed / total / errors."""
         return _job_out(jobs.get(job_id))

@@ -12,6 +12,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from toolscout.api.schemas import SearchResponse
 from toolscout.cli import app, console, err_console
 from toolscout.cli.options import DbOption, JsonOption, open_engine
 from toolscout.cli.options import settings as _settings
@@ -20,7 +21,7 @@ from toolscout.eval.reports import report_payload, write_report
 from toolscout.eval.run import Report, evaluate, index_dataset
 from toolscout.ingest.jsonfile import CatalogFile, catalog_files
 from toolscout.ingest.sources import Loaded
-from toolscout.models import IndexReport, SearchMode
+from toolscout.models import IndexReport, ItemType, SearchMode, Strategy
 
 BUILTIN = "starter_catalog.json"
 
@@ -103,37 +104,42 @@ def index(
 def search(
     query: Annotated[str, typer.Argument(help="What the agent wants to do.")],
     db: DbOption = None,
+    strategy: Annotated[
+        Strategy, typer.Option(help="direct (every tool), hierarchical (skills first), hybrid.")
+    ] = Strategy.DIRECT,
     mode: Annotated[SearchMode, typer.Option(help="Retrieval legs.")] = SearchMode.HYBRID,
     limit: Annotated[int, typer.Option(min=1, max=50)] = 5,
+    min_score: Annotated[float, typer.Option(min=0.0, max=1.0, help="Drop tools below.")] = 0.0,
     server: Annotated[list[str] | None, typer.Option(help="Only these servers.")] = None,
     source: Annotated[list[str] | None, typer.Option(help="Only these sources.")] = None,
-    item_type: Annotated[list[str] | None, typer.Option(help="tool, prompt or resource.")] = None,
+    item_type: Annotated[ItemType | None, typer.Option(help="tool, prompt or resource.")] = None,
+    schemas: Annotated[bool, typer.Option("--schemas", help="Include input schemas.")] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Search the index."""
+    """Search the index (``--json`` prints the REST API's search response)."""
     engine = open_engine(db)
     try:
         result = engine.search(
-            query, mode=mode, limit=limit, servers=server, sources=source, item_types=item_type
+            query,
+            strategy=strategy,
+            mode=mode,
+            limit=limit,
+            min_score=min_score,
+            item_type=item_type,
+            servers=server,
+            sources=source,
+            include_schemas=schemas,
         )
     finally:
         engine.close()
     if as_json:
-        payload = {
-            "query": result.query,
-            "mode": result.mode.value,
-            "hits": [
-                {**h.tool.to_dict(include_schemas=False), "score": round(h.score, 6)}
-                for h in result.hits
-            ],
-            "timings_ms": {k: round(v, 3) for k, v in result.timings_ms.items()},
-        }
-        console.print_json(json.dumps(payload))
+        console.print_json(SearchResponse.of(result).model_dump_json())
         return
-    table = Table(title=f"{query!r} ({result.mode.value}, {result.timings_ms['total_ms']:.1f} ms)")
+    total = result.metadata["total_time_ms"]
+    table = Table(title=f"{query!r} ({strategy.value}, {mode.value}, {total:.1f} ms)")
     for column in ("score", "id", "description"):
         table.add_column(column, overflow="fold")
-    for hit in result.hits:
+    for hit in result.tools:
         table.add_row(f"{hit.score:.3f}", hit.tool.id, hit.tool.description[:120])
     console.print(table)
 

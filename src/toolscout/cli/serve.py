@@ -1,4 +1,5 @@
-"""Serving commands: ``toolscout serve`` (REST API) and ``toolscout mcp`` (MCP server).
+"""Serving commands: ``toolscout serve`` (REST API plus MCP at /mcp) and ``toolscout mcp``
+(MCP server alone, stdio or HTTP).
 
 Both bind 127.0.0.1 unless told otherwise. Each uvicorn worker opens its own engine through
 ``toolscout.api.http:app_from_env``, which reads the same settings this command resolved
@@ -59,7 +60,8 @@ def serve(
     mcp_config: McpConfigOption = None,
     tools_dir: ToolsDirOption = None,
 ) -> None:
-    """Serve the REST API (OpenAPI at /docs). Writes need TOOLSCOUT_API_KEY."""
+    """Serve the REST API (OpenAPI at /docs) and MCP over streamable HTTP at /mcp, on one
+    port. Writes need TOOLSCOUT_API_KEY."""
     import uvicorn
 
     if not watch and (catalogs or mcp_config or tools_dir):
@@ -68,8 +70,11 @@ def serve(
     s = settings(db)
     if loop not in ("auto", "asyncio", "uvloop"):
         raise typer.BadParameter("must be auto, asyncio or uvloop", param_hint="--loop")
-    # Workers are separate processes: they get the resolved store location through the env.
+    # Workers are separate processes: they get the resolved store location through the env,
+    # and the bound host (MCP's transport checks Host headers against it).
     os.environ["TOOLSCOUT_DB"] = s.db
+    if host:
+        os.environ["TOOLSCOUT_HOST"] = host
     if workers > 1 and s.embed_threads is None:
         # Each worker runs its own model: split the cores instead of oversubscribing them.
         os.environ["TOOLSCOUT_EMBED_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))

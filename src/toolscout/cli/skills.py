@@ -16,7 +16,7 @@ from rich.table import Table
 from toolscout.cli import app, console, err_console
 from toolscout.cli.options import DbOption, JsonOption, open_engine
 from toolscout.errors import SkillError
-from toolscout.models import HierarchicalRequest, HierarchicalResult, ItemType, Skill, Suggestion
+from toolscout.models import ItemType, SearchRequest, SearchResult, Skill, Suggestion
 
 skills_app = typer.Typer(help="Govern the skill catalog, classify tools, review suggestions.")
 suggestions_app = typer.Typer(help="Skills the LLM classifier proposed.")
@@ -264,31 +264,12 @@ def suggestions_reject(
     _print(_suggestion_json(s))
 
 
-def result_json(result: HierarchicalResult) -> dict[str, Any]:
-    """The search contract's result as JSON (the same shape the HTTP edge returns)."""
-    return {
-        "tools": [
-            {
-                **h.tool.to_dict(include_schemas=False),
-                "score": round(h.score, 6),
-                "skill_ids": list(h.skill_ids),
-                "primary_skill": h.primary_skill,
-                "schema": h.schema,
-            }
-            for h in result.tools
-        ],
-        "matched_skills": [
-            {
-                "id": m.skill.id,
-                "name": m.skill.name,
-                "description": m.skill.description,
-                "score": m.score,
-                "tool_count": m.tool_count,
-            }
-            for m in result.matched_skills
-        ],
-        "metadata": result.metadata,
-    }
+def result_json(result: SearchResult) -> dict[str, Any]:
+    """The search contract's result as JSON (the shape the HTTP edge returns)."""
+    from toolscout.api.schemas import SearchResponse
+
+    data: dict[str, Any] = SearchResponse.of(result).model_dump(mode="json")
+    return data
 
 
 @app.command()
@@ -305,7 +286,7 @@ def find(
     as_json: JsonOption = False,
 ) -> None:
     """Hierarchical search: matching skills first, then the tools inside them."""
-    request = HierarchicalRequest(query, item_type, limit, skill_limit, skill_threshold,
+    request = SearchRequest(query, item_type, limit, skill_limit, skill_threshold,
                                   tool_threshold, schemas, strategy)  # fmt: skip
     engine = open_engine(db)
     try:
@@ -318,10 +299,12 @@ def find(
     meta = result.metadata
     skills = ", ".join(f"{m.skill.id} {m.score:.2f}" for m in result.matched_skills) or "none"
     console.print(f"skills: {skills}  (searched {100 * meta['searched_fraction']:.0f} % of tools, "
-                  f"{meta['stage_ms']['total']:.1f} ms)", highlight=False)  # fmt: skip
+                  f"{meta['total_time_ms']:.1f} ms)", highlight=False)  # fmt: skip
     table = Table()
     for column in ("score", "id", "primary skill", "description"):
         table.add_column(column, overflow="fold")
     for h in result.tools:
-        table.add_row(f"{h.score:.3f}", h.tool.id, h.primary_skill or "-", h.tool.description[:100])
+        table.add_row(
+            f"{h.score:.3f}", h.tool.id, h.primary_skill_id or "-", h.tool.description[:100]
+        )
     console.print(table)

@@ -263,31 +263,22 @@ def explain(
             mode=mode,
             limit=limit,
             servers=[server] if server else None,
-            item_types=[item_type] if item_type else None,
+            item_type=item_type,
+            include_schemas=True,
         )
-        ids = [h.tool.id for h in result.hits]
-        assigned = engine.store.assignments(ids)
-        ranked = [
-            RankedTool(
-                h.tool,
-                h.score,
-                tuple(a.skill_id for a in assigned.get(h.tool.id, [])),
-                h.tool.input_schema,
-            )
-            for h in result.hits
-        ]
-        used_mode, matched = result.mode, []
+        ranked = [RankedTool(h.tool, h.score, h.skill_ids, h.schema) for h in result.tools]
+        used_mode, matched = SearchMode(mode), []
         filters = Filters(
             servers=(server,) if server else None,
             item_types=(ItemType(item_type),) if item_type else None,
         )
-        metadata: dict[str, object] = {"stage_ms": dict(result.timings_ms)}
+        metadata: dict[str, object] = dict(result.metadata)
     else:
         if server:
             raise QueryError("server", "filters the flat strategy only; choose strategy flat")
         request = HierarchicalRequest(
             query,
-            item_type=item_type,  # type: ignore[arg-type]  # a string is validated by find
+            item_type=item_type,  # a string is validated by find
             limit=limit,
             include_schemas=True,
             strategy=strategy,

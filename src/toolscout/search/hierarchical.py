@@ -23,6 +23,8 @@ import time
 from collections.abc import Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from enum import StrEnum
+from typing import TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -30,13 +32,14 @@ from numpy.typing import NDArray
 from toolscout.errors import QueryError
 from toolscout.models import (
     Filters,
-    HierarchicalRequest,
-    HierarchicalResult,
     ItemType,
     Ranked,
     SearchMode,
+    SearchRequest,
+    SearchResult,
     Skill,
     SkillMatch,
+    Strategy,
     ToolHit,
 )
 from toolscout.search.hybrid import HybridSearcher, check_query
@@ -44,10 +47,9 @@ from toolscout.store.base import Store
 
 log = logging.getLogger("toolscout.search")
 
-STRATEGIES = ("hierarchical", "direct", "hybrid")
+STRATEGIES = tuple(s.value for s in Strategy)
 MAX_LIMIT = 50
 MAX_SKILL_LIMIT = 20
-UNCATEGORIZED = "uncategorized"
 #: Stage-1 calibration (see the module docstring; refit with bench/skills.py calibrate).
 SKILL_A, SKILL_B, SKILL_C = 5.94, 10.23, -2.69
 #: Out-of-skill tools from the safety net enter with their score times this factor
@@ -60,31 +62,53 @@ NET_DEPTH = 50
 Vectors = NDArray[np.float32]
 
 
-def validate(request: HierarchicalRequest) -> HierarchicalRequest:
-    """Check every field; returns the request with a stripped query and a parsed item type.
+def validate(request: SearchRequest) -> SearchRequest:
+    """Check every field; returns the request with a stripped query and parsed enums.
 
     Raises:
         QueryError: naming the field (query, limit, skill_limit, skill_threshold,
-        tool_threshold, strategy, item_type).
+        tool_threshold, min_score, strategy, mode, item_type, servers, sources).
     """
     text = check_query(request.query)
     _int_in("limit", request.limit, 1, MAX_LIMIT)
     _int_in("skill_limit", request.skill_limit, 1, MAX_SKILL_LIMIT)
     _unit("skill_threshold", request.skill_threshold)
     _unit("tool_threshold", request.tool_threshold)
-    if request.strategy not in STRATEGIES:
-        raise QueryError(
-            "strategy", f"must be one of {', '.join(STRATEGIES)}; got {request.strategy!r}"
-        )
+    _unit("min_score", request.min_score)
+    strategy = _enum("strategy", Strategy, request.strategy)
+    mode = _enum("mode", SearchMode, request.mode)
     item_type = request.item_type
-    if item_type is not None and not isinstance(item_type, ItemType):
-        try:
-            item_type = ItemType(item_type)
-        except ValueError:
-            raise QueryError(
-                "item_type", f"must be tool, prompt, resource or null; got {item_type!r}"
-            ) from None
-    return replace(request, query=text, item_type=item_type)
+    if item_type is not None:
+        item_type = _enum("item_type", ItemType, item_type, none="or null")
+    for name in ("servers", "sources"):
+        value = getattr(request, name)
+        if value is not None and (
+            isinstance(value, str) or not all(isinstance(v, str) for v in value)
+        ):
+            raise QueryError(name, "must be a list of names or null")
+    return replace(
+        request,
+        query=text,
+        strategy=strategy,
+        mode=mode,
+        item_type=item_type,
+        servers=tuple(request.servers) if request.servers is not None else None,
+        sources=tuple(request.sources) if request.sources is not None else None,
+    )
+
+
+E = TypeVar("E", bound=StrEnum)
+
+
+def _enum(name: str, kind: type[E], value: object, none: str = "") -> E:
+    if isinstance(value, kind):
+        return value
+    try:
+        return kind(str(value)) if isinstance(value, str) else kind(value)  # type: ignore[arg-type]
+    except ValueError:
+        allowed = ", ".join(m.value for m in kind)
+        extra = f" {none}" if none else ""
+        raise QueryError(name, f"must be one of {allowed}{extra}; got {value!r}") from None
 
 
 def _int_in(name: str, value: object, low: int, high: int) -> None:
@@ -191,47 +215,63 @@ class HierarchicalSearcher:
     # -- stage 2 and 3 ------------------------------------------------------------------------
     def search_tools(
         self,
-        text: str,
+        req: SearchRequest,
         vectors: Vectors,
         *,
         skill_ids: Sequence[str] | None,
-        item_type: ItemType | None,
         limit: int,
         threshold: float,
         count: bool = True,
     ) -> tuple[list[Ranked], int]:
-        """Hybrid search restricted to ``skill_ids`` (None: the whole catalog); returns the
-        ranked tools at or above ``threshold`` and (with ``count``) how many tools the
-        restriction allowed, else -1."""
-        filters = _filters(skill_ids, item_type)
+        """Stage 2: ``req``'s search restricted to ``skill_ids`` (None: the whole catalog);
+        returns the ranked tools at or above ``threshold`` and (with ``count``) how many tools
+        the restriction allowed, else -1."""
+        filters = _filters(req, skill_ids)
         ranked = self.searcher.search(
-            text, mode=SearchMode.HYBRID, limit=limit, filters=filters, query_vectors=vectors
+            req.query,
+            mode=SearchMode(req.mode),
+            limit=limit,
+            filters=filters,
+            query_vectors=vectors,
         )
         candidates = self.store.count(filters) if count else -1
         return [r for r in ranked if r.score >= threshold], candidates
 
     def hits(self, ranked: Sequence[Ranked], *, include_schemas: bool) -> list[ToolHit]:
-        """Load the ranked tools (without schemas), their skills, and schemas when asked."""
+        """Load the ranked tools (without schemas), their skills, and schemas when asked.
+
+        ``primary_skill_id`` is the assignment marked primary, else the most confident one
+        (assignments come most confident first), so it is always one of ``skill_ids``."""
         ids = [r.id for r in ranked]
-        tools = self.store.get_light(ids)
+        tools = self.store.light_rows(ids)
         assigned = self.store.assignments(ids)
         schemas = self.store.schemas(ids) if include_schemas else {}
         out: list[ToolHit] = []
         for r in ranked:
-            tool = tools.get(r.id)
-            if tool is None:  # deleted between the stages
+            found = tools.get(r.id)
+            if found is None:  # deleted between the stages
                 continue
+            tool, key = found
             rows = assigned.get(r.id, [])
             primary = next((a.skill_id for a in rows if a.is_primary), None)
             if primary is None and rows:
-                primary = UNCATEGORIZED
+                primary = rows[0].skill_id
             out.append(
-                ToolHit(tool, r.score, tuple(a.skill_id for a in rows), primary, schemas.get(r.id))
+                ToolHit(
+                    tool,
+                    r.score,
+                    tuple(a.skill_id for a in rows),
+                    primary,
+                    schemas.get(r.id),
+                    key,
+                    r.lexical_rank,
+                    r.vector_rank,
+                )
             )
         return out
 
     # -- strategies ---------------------------------------------------------------------------
-    def find(self, request: HierarchicalRequest) -> HierarchicalResult:
+    def find(self, request: SearchRequest) -> SearchResult:
         """Run ``request`` (validated here).
 
         Raises:
@@ -241,43 +281,40 @@ class HierarchicalSearcher:
         t0 = time.perf_counter()
         vectors = self.searcher.embed_query(req.query)
         t_embed = time.perf_counter()
-        if req.strategy == "direct":
+        if req.strategy == Strategy.DIRECT:
             ranked, matched, used, stage_ms, cand = self._direct(req, vectors)
-        elif req.strategy == "hierarchical":
+        elif req.strategy == Strategy.HIERARCHICAL:
             ranked, matched, used, stage_ms, cand = self._hierarchical(req, vectors)
         else:
             ranked, matched, used, stage_ms, cand = self._hybrid(req, vectors)
+        ranked = [r for r in ranked if r.score >= req.min_score]
         t3 = time.perf_counter()
         tools = self.hits(ranked, include_schemas=req.include_schemas)
         end = time.perf_counter()
-        total = self.store.count(
-            Filters(item_types=(req.item_type,)) if req.item_type is not None else None
-        )
+        total = self.store.count(_filters(req, None))
         metadata = {
-            "strategy": req.strategy,
+            "strategy_used": str(req.strategy),
             "skill_ids_used": used,
-            "stage1_count": len(matched),
-            "stage2_candidates": cand,
+            "stage1_skill_count": len(matched),
+            "stage2_candidate_count": cand,
             "final_count": len(tools),
-            "stage_ms": {
-                "embed": _ms(t0, t_embed),
-                **stage_ms,
-                "stage3": _ms(t3, end),
-                "total": _ms(t0, end),
-            },
+            "query_embedding_time_ms": _ms(t0, t_embed),
+            "skill_search_time_ms": stage_ms["stage1"],
+            "tool_search_time_ms": stage_ms["stage2"],
+            "schema_load_time_ms": _ms(t3, end),
+            "total_time_ms": _ms(t0, end),
             "searched_fraction": round(cand / total, 6) if total else 0.0,
         }
-        return HierarchicalResult(tools, matched, metadata)
+        return SearchResult(req.query, tools, matched, metadata)
 
-    def _direct(self, req: HierarchicalRequest, vectors: Vectors) -> _Stages:
+    def _direct(self, req: SearchRequest, vectors: Vectors) -> _Stages:
         t1 = time.perf_counter()
         ranked, cand = self.search_tools(
-            req.query, vectors, skill_ids=None, item_type=req.item_type,
-            limit=req.limit, threshold=req.tool_threshold,
-        )  # fmt: skip
+            req, vectors, skill_ids=None, limit=req.limit, threshold=req.tool_threshold
+        )
         return ranked, [], None, {"stage1": 0.0, "stage2": _ms(t1, time.perf_counter())}, cand
 
-    def _hierarchical(self, req: HierarchicalRequest, vectors: Vectors) -> _Stages:
+    def _hierarchical(self, req: SearchRequest, vectors: Vectors) -> _Stages:
         t0 = time.perf_counter()
         try:
             matched = self.match_skills(
@@ -296,26 +333,24 @@ class HierarchicalSearcher:
             # The net's catalog-wide ranking already holds the matched skills' best tools:
             # a second, filtered search would double the cost for nothing it could add.
             ranked = self._with_safety_net(req, vectors, used)
-            cand = self.store.count(_filters(used, req.item_type))
+            cand = self.store.count(_filters(req, used))
         else:
             ranked, cand = self.search_tools(
-                req.query, vectors, skill_ids=used, item_type=req.item_type,
-                limit=req.limit, threshold=req.tool_threshold,
-            )  # fmt: skip
+                req, vectors, skill_ids=used, limit=req.limit, threshold=req.tool_threshold
+            )
         stage_ms = {"stage1": _ms(t0, t1), "stage2": _ms(t1, time.perf_counter())}
         return ranked, matched, used, stage_ms, cand
 
     def _with_safety_net(
-        self, req: HierarchicalRequest, vectors: Vectors, used: Sequence[str]
+        self, req: SearchRequest, vectors: Vectors, used: Sequence[str]
     ) -> list[Ranked]:
         """Stage 2 with a safety net, so a tool the classifier misfiled is not lost: tools of
         the matched skills keep their catalog-wide score, tools of other active skills are
         scaled by ``safety_net``. Tools with no active skill stay out (only ``direct`` finds
         them)."""
         net, _ = self.search_tools(
-            req.query, vectors, skill_ids=None, item_type=req.item_type,
-            limit=NET_DEPTH, threshold=0.0, count=False,
-        )  # fmt: skip
+            req, vectors, skill_ids=None, limit=NET_DEPTH, threshold=0.0, count=False
+        )
         active = {s.id for s in self.skill_index().skills}
         assigned = self.store.assignments([r.id for r in net])
         scored: dict[str, Ranked] = {}
@@ -328,7 +363,7 @@ class HierarchicalSearcher:
         kept = (r for r in scored.values() if r.score >= req.tool_threshold)
         return sorted(kept, key=lambda r: (-r.score, r.id))[: req.limit]
 
-    def _hybrid(self, req: HierarchicalRequest, vectors: Vectors) -> _Stages:
+    def _hybrid(self, req: SearchRequest, vectors: Vectors) -> _Stages:
         # Both strategies at once; a tool keeps its better score (ties by id).
         with ThreadPoolExecutor(max_workers=2) as pool:
             h = pool.submit(self._hierarchical, req, vectors)
@@ -347,10 +382,12 @@ class HierarchicalSearcher:
 _Stages = tuple[list[Ranked], list[SkillMatch], list[str] | None, dict[str, float], int]
 
 
-def _filters(skill_ids: Sequence[str] | None, item_type: ItemType | None) -> Filters:
+def _filters(req: SearchRequest, skill_ids: Sequence[str] | None) -> Filters:
     return Filters(
+        servers=req.servers,
+        sources=req.sources,
         skill_ids=tuple(skill_ids) if skill_ids is not None else None,
-        item_types=(item_type,) if item_type is not None else None,
+        item_types=(ItemType(req.item_type),) if req.item_type is not None else None,
     )
 
 

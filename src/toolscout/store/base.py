@@ -152,6 +152,10 @@ class SkillStore(Protocol):
         load for ranked results; ``schemas`` loads the rest only when asked."""
         ...
 
+    def light_rows(self, ids: Sequence[str]) -> dict[str, tuple[Tool, int]]:
+        """``get_light`` plus each tool's integer row key in the store (its ``db_id``)."""
+        ...
+
     def schemas(self, ids: Sequence[str]) -> dict[str, JSON | None]:
         """Input schemas by tool id; a schema that cannot be decoded maps to None."""
         ...

@@ -92,7 +92,7 @@ def _catalog_pages(router: APIRouter) -> None:
             types = [item_type] if item_type else None
             if q.strip():
                 found = engine.search(
-                    q, mode=SearchMode.BM25, limit=50, servers=servers, item_types=types
+                    q, mode=SearchMode.BM25, limit=50, servers=servers, item_type=item_type
                 )
                 view.update(tools=[h.tool for h in found.hits], total=len(found.hits))
             else:

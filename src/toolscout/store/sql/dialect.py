@@ -24,6 +24,8 @@ class Dialect:
     name: str
     placeholder: str
     arrays: bool
+    #: The integer key of a tool row (``rowid`` / ``doc``), reported as its ``db_id``.
+    row_key: str
     #: Values per batch where lists bind value by value (SQLite's parameter limit).
     batch: int = 500
 
@@ -54,8 +56,8 @@ def _convert(text: str, placeholder: str) -> str:
     return text if placeholder == "?" else text.replace("?", placeholder)
 
 
-SQLITE = Dialect("sqlite", "?", arrays=False)
-POSTGRES = Dialect("postgresql", "%s", arrays=True)
+SQLITE = Dialect("sqlite", "?", arrays=False, row_key="rowid")
+POSTGRES = Dialect("postgresql", "%s", arrays=True, row_key="doc")
 
 
 class Database(Protocol):

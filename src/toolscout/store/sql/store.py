@@ -70,6 +70,10 @@ class SQLStore:
         """Raises: StoreError."""
         return self.tool_rows.get_light(ids)
 
+    def light_rows(self, ids: Sequence[str]) -> dict[str, tuple[Tool, int]]:
+        """Raises: StoreError."""
+        return self.tool_rows.light_rows(ids)
+
     def schemas(self, ids: Sequence[str]) -> dict[str, JSON | None]:
         """Raises: StoreError."""
         return self.tool_rows.schemas(ids)

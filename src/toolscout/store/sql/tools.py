@@ -51,6 +51,14 @@ class ToolRows:
         """Tools without their schemas. Raises: StoreError."""
         return {str(r[0]): row_to_light_tool(r) for r in self._by_ids(LIGHT_COLUMNS, ids)}
 
+    def light_rows(self, ids: Sequence[str]) -> dict[str, tuple[Tool, int]]:
+        """Tools without their schemas, with their row keys. Raises: StoreError."""
+        columns = f"{LIGHT_COLUMNS}, t.{self.d.row_key}"
+        return {
+            str(r[0]): (row_to_light_tool(r), int(r[9]))  # type: ignore[call-overload]
+            for r in self._by_ids(columns, ids)
+        }
+
     def schemas(self, ids: Sequence[str]) -> dict[str, JSON | None]:
         """Input schemas by tool id. Raises: StoreError."""
         rows = self._by_ids("t.id, t.input_schema", ids)
