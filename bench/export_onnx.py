@@ -59,11 +59,23 @@ def export_folder(src: Path, out: Path, *, max_tokens: int | None = None, thread
         names.append("token_type_ids")
     ids = torch.ones((2, 16), dtype=torch.long)
     args = (ids, torch.ones_like(ids), torch.zeros_like(ids))[: len(names)]
+
+    class ByName(torch.nn.Module):
+        """Calls the model with named inputs (its positional order differs across versions)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = model
+
+        def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+            out = self.inner(**dict(zip(names, inputs, strict=True)))
+            return out.last_hidden_state  # type: ignore[no-any-return]
+
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         fp32 = Path(tmp) / "fp32.onnx"
         torch.onnx.export(
-            model,
+            ByName().eval(),  # a module in training mode would leave dropout on afterwards
             args,
             str(fp32),
             input_names=names,
@@ -96,7 +108,9 @@ def verify(model: object, out: Path, pooling: str) -> float:
 
     from toolscout.embed.onnx import load_folder
 
+    model.eval()  # type: ignore[attr-defined]
     tok = Tokenizer.from_file(str(out / "tokenizer.json"))
+    tok.no_padding()  # some tokenizer.json files pad to a fixed length; toolscout never pads
     ref = []
     with torch.inference_mode():
         for text in PROBE:

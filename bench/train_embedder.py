@@ -253,6 +253,7 @@ def train(args: argparse.Namespace) -> None:
     rng = random.Random(args.seed)
     np.random.seed(args.seed)
     started = time.monotonic()
+    args.out.mkdir(parents=True, exist_ok=True)
     folder, tok_path = base_paths()
     enc = Encoder(folder, tok_path)
     pairs, texts = training_pairs(args, rng)
@@ -260,13 +261,13 @@ def train(args: argparse.Namespace) -> None:
         rng.shuffle(pairs)
         pairs = pairs[: args.limit]
     print(f"{len(pairs)} training pairs over {len({p.tool for p in pairs})} tools", flush=True)
-    devs = dev_sets(random.Random(args.seed), args.dev_per_set)
+    devs = dev_sets(random.Random(args.seed), args.dev_per_set) if args.dev_eval else []
     log: dict[str, Any] = {
         "args": vars(args) | {"out": str(args.out)},
         "pairs": len(pairs),
         "dev": [],
     }
-    base = evaluate(enc, devs) if args.base_eval else {"mean": 0.0}
+    base = evaluate(enc, devs) if args.base_eval and args.dev_eval else {"mean": 0.0}
     log["dev"].append({"epoch": 0, "step": 0, **base})
     print("dev hit@3 before training:", {k: round(v, 1) for k, v in base.items()}, flush=True)
     if args.mine_depth:
@@ -279,9 +280,15 @@ def train(args: argparse.Namespace) -> None:
     total = sum(len(p) for p in plan)
     opt = torch.optim.AdamW(enc.model.parameters(), lr=args.lr, weight_decay=0.01)
     warm = max(1, int(0.1 * total))
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / warm) * max(0.0, (total - s) / max(1, total - warm))
-    )
+    if args.max_minutes:  # a time budget: constant rate after warm-up, stop anywhere
+        warm = min(warm, 10)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm))
+    else:
+        sched = torch.optim.lr_scheduler.LambdaLR(
+            opt,
+            lambda s: min(1.0, (s + 1) / warm) * max(0.0, (total - s) / max(1, total - warm)),
+        )
+    deadline = started + 60 * args.max_minutes if args.max_minutes else float("inf")
     best = base["mean"]
     best_state = {k: v.clone() for k, v in enc.model.state_dict().items()}
     step = 0
@@ -300,7 +307,10 @@ def train(args: argparse.Namespace) -> None:
             sched.step()
             opt.zero_grad()
             step += 1
-            if step % 50 == 0:
+            if args.save_every and step % args.save_every == 0:
+                ckpt = args.out / "checkpoints" / f"step{step}"
+                enc.model.save_pretrained(str(ckpt))
+            if step % 10 == 0:
                 print(
                     f"epoch {epoch} step {step}/{total} loss {loss.item():.3f} "
                     f"({time.monotonic() - started:.0f} s)",
@@ -313,6 +323,13 @@ def train(args: argparse.Namespace) -> None:
                     f"dev hit@3 step {step}:", {k: round(v, 1) for k, v in dev.items()}, flush=True
                 )
                 enc.model.train()
+            if time.monotonic() > deadline:
+                print(f"time budget reached at step {step}", flush=True)
+                break
+        log["steps"] = step
+        if not args.dev_eval:
+            best_state = {k: v.clone() for k, v in enc.model.state_dict().items()}
+            break
         dev = evaluate(enc, devs)
         log["dev"].append({"epoch": epoch, "step": step, **dev})
         print(
@@ -324,7 +341,6 @@ def train(args: argparse.Namespace) -> None:
             log["best_epoch"] = epoch
     enc.model.load_state_dict(best_state)
     log["train_seconds"] = round(time.monotonic() - started)
-    args.out.mkdir(parents=True, exist_ok=True)
     torch_dir = args.out / "torch"
     enc.model.save_pretrained(str(torch_dir))
     shutil.copy(tok_path, torch_dir / "tokenizer.json")
@@ -355,6 +371,16 @@ def main() -> int:
     parser.add_argument("--dev-per-set", type=int, default=150)
     parser.add_argument("--base-eval", action="store_true", help="also score the base model")
     parser.add_argument("--train-doc-tokens", type=int, default=128)
+    parser.add_argument(
+        "--max-minutes", type=float, default=0, help="stop training after this wall time"
+    )
+    parser.add_argument("--save-every", type=int, default=0, help="checkpoint every N steps")
+    parser.add_argument(
+        "--dev-eval",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="score dev sets after each epoch and keep the best epoch",
+    )
     parser.add_argument("--eval-every", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--export-only", action="store_true")

@@ -38,7 +38,7 @@ def _packaged() -> Path:
 
 def _folder_copy(tmp_path: Path, config: dict[str, object] | None = None) -> Path:
     folder = tmp_path / "my-model"
-    folder.mkdir()
+    folder.mkdir(parents=True)
     for name in ("model.onnx", "tokenizer.json", "config.json"):
         shutil.copy(_packaged() / name, folder / name)
     if config is not None:

