@@ -23,9 +23,9 @@ ROOT = Path(__file__).resolve().parents[2]
 NATURAL = ROOT / "data" / "natural"
 SHARED = ROOT.parent / "shared" / "bench"
 
-#: Vector-only hit@3 floors (measured values in docs/MODEL.md).
-TOOLALPACA_FLOOR = 0.0
-PARAPHRASE_TEST_FLOOR = 0.0
+#: Vector-only hit@3 floors, about 10 points under the measured 89.0 and 57.1 (docs/MODEL.md).
+TOOLALPACA_FLOOR = 79.0
+PARAPHRASE_TEST_FLOOR = 47.0
 
 
 def _hit_at_3(model: str, tools_path: Path, queries: list[tuple[str, list[str]]]) -> float:
