@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.subscriptions import SubscriptionBus
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -72,14 +73,25 @@ def _call(fn: Callable[[], T]) -> T:
         raise ToolError(mcp_message(exc)) from exc
 
 
-def create_mcp_server(engine: Engine, *, name: str = "toolscout") -> MCPServer:
+def create_mcp_server(
+    engine: Engine,
+    *,
+    name: str = "toolscout",
+    instructions: str | None = None,
+    subscriptions: SubscriptionBus | None = None,
+) -> MCPServer:
     """An MCP server over ``engine`` with search_tools, get_tool_schema, list_skills and
-    search_skills. Use ``name="pytools"`` to stand in for freeact's tool search."""
+    search_skills. Use ``name="pytools"`` to stand in for freeact's tool search.
+
+    ``instructions`` and ``subscriptions`` (the bus list-changed events go to) are the hooks
+    the gateway (``toolscout.gateway.server``) registers its tools through."""
     server: MCPServer = MCPServer(
         name,
-        instructions="Search for the tools you need with search_tools, then load the chosen "
+        instructions=instructions
+        or "Search for the tools you need with search_tools, then load the chosen "
         "tool's input schema with get_tool_schema(id).",
         log_level="WARNING",
+        subscriptions=subscriptions,
     )
 
     @server.tool(annotations=READ_ONLY)

@@ -16,6 +16,7 @@ from toolscout.errors import (
     ConfigError,
     EmbedError,
     EnrichError,
+    GatewayError,
     IngestError,
     QueryError,
     SkillError,
@@ -44,6 +45,7 @@ EXIT_CODES: tuple[tuple[type[ToolscoutError], int], ...] = (
     (EmbedError, 7),
     (EnrichError, 8),
     (SkillError, 9),
+    (GatewayError, 10),
     (ToolscoutError, 1),
 )
 
