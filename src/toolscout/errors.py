@@ -14,7 +14,7 @@ catch one class. Each edge (CLI, HTTP, MCP) maps these classes to its own codes 
     ├── EnrichError          an LLM answer was missing, malformed or invalid
     ├── AccessDenied         a served request without the API key its operation needs
     ├── GatewayError         a call the gateway could not forward
-    │   ├── CallDenied       the gateway's policy refuses this tool (deny list, destructive, read-only)
+    │   ├── CallDenied       the policy refuses the tool (deny list, destructive, read-only)
     │   ├── InvalidArguments arguments that do not match the tool's input schema (names the field)
     │   └── UpstreamError    the upstream server is down, crashed, or did not answer in time
     └── SkillError           skill catalog problems

@@ -28,6 +28,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.subscriptions import InMemorySubscriptionBus, SubscriptionBus, ToolsListChanged
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolscout.api.errors import mcp_message
 from toolscout.api.mcp import READ_ONLY, create_mcp_server
@@ -130,14 +131,13 @@ def register_gateway(server: MCPServer, gateway: Gateway, bus: SubscriptionBus) 
     ) -> types.CallToolResult:
         """Call a tool found with search_tools on its MCP server; returns that server's
         result as it is."""
-        meta = ctx.request_context.meta or {}
-        wants_progress = meta.get("progress_token", meta.get("progressToken")) is not None
+        # Always relayed: report_progress is a no-op when the caller asked for no progress.
 
         async def relay(progress: float, total: float | None, message: str | None) -> None:
             await ctx.report_progress(progress, total, message)
 
         try:
-            return await gateway.call(id, arguments, progress=relay if wants_progress else None)
+            return await gateway.call(id, arguments, progress=relay)
         except ToolscoutError as exc:
             return _failure(exc)
 
@@ -256,3 +256,18 @@ def _found_ids(result: Any) -> list[str]:
                 if isinstance(item, dict) and isinstance(item.get("id"), str)
             )
     return ids
+
+
+class GatewayLifespan:
+    """ASGI wrapper that runs the gateway's session pool for the life of an HTTP app."""
+
+    def __init__(self, app: ASGIApp, gateway: Gateway) -> None:
+        self.app = app
+        self.gateway = gateway
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            async with self.gateway:
+                await self.app(scope, receive, send)
+            return
+        await self.app(scope, receive, send)

@@ -251,7 +251,8 @@ class UpstreamPool:
         for upstream in self.upstreams.values():
             upstream.close()
         # Owners leave their sessions now; one that takes too long is cancelled.
-        with anyio.CancelScope(shield=True):
-            tg.cancel_scope.deadline = anyio.current_time() + SHUTDOWN_GRACE
-            result = await tg.__aexit__(exc_type, exc, tb)
-        return result
+        # Shield the group's own scope (a new scope would break LIFO exit) so an outer
+        # cancellation still lets the servers exit; the deadline bounds the wait.
+        tg.cancel_scope.shield = True
+        tg.cancel_scope.deadline = anyio.current_time() + SHUTDOWN_GRACE
+        return await tg.__aexit__(exc_type, exc, tb)
