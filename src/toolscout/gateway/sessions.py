@@ -97,56 +97,81 @@ class Upstream:
         timeout = self.limits.timeout
         try:
             with anyio.fail_after(timeout):
-                async with self._limiter:
-                    try:
-                        return await self._call_once(tool_name, arguments, progress)
-                    except _Closed:
-                        if not retry_safe:
-                            raise UpstreamError(
-                                self.name,
-                                "the connection closed during the call (did the server exit?); "
-                                "the call was not repeated because the tool is not annotated "
-                                "read-only or idempotent; the next call starts the server again",
-                            ) from None
-                        log.warning("gateway: %s closed its connection; restarting", self.name)
-                        try:
-                            return await self._call_once(tool_name, arguments, progress)
-                        except _Closed:
-                            raise UpstreamError(
-                                self.name, "the connection closed again right after a restart"
-                            ) from None
+                await self._limiter.acquire()
         except TimeoutError:
             raise UpstreamError(
-                self.name, f"no answer within {timeout:g} s (the call was cancelled upstream)"
+                self.name,
+                f"busy: {self.limits.max_concurrency} calls already running, none finished "
+                f"within {timeout:g} s",
             ) from None
+        try:
+            try:
+                return await self._call_once(tool_name, arguments, progress)
+            except _Closed:
+                if not retry_safe:
+                    raise UpstreamError(
+                        self.name,
+                        "the connection closed during the call (did the server exit?); "
+                        "the call was not repeated because the tool is not annotated "
+                        "read-only or idempotent; the next call starts the server again",
+                    ) from None
+                log.warning("gateway: %s closed its connection; restarting", self.name)
+                try:
+                    return await self._call_once(tool_name, arguments, progress)
+                except _Closed:
+                    raise UpstreamError(
+                        self.name, "the connection closed again right after a restart"
+                    ) from None
+        finally:
+            self._limiter.release()
 
     async def _call_once(
         self, tool_name: str, arguments: Mapping[str, Any], progress: ProgressFnT | None
     ) -> types.CallToolResult:
         live = await self._session()
+        timeout = self.limits.timeout
         try:
-            return await live.client.call_tool(
-                tool_name,
-                dict(arguments),
-                read_timeout_seconds=self.limits.timeout,
-                progress_callback=progress,
-            )
+            with anyio.fail_after(timeout):
+                return await live.client.call_tool(
+                    tool_name,
+                    dict(arguments),
+                    read_timeout_seconds=timeout,
+                    progress_callback=progress,
+                )
+        except TimeoutError:
+            raise UpstreamError(
+                self.name, f"no answer within {timeout:g} s (the call was cancelled upstream)"
+            ) from None
         except MCPError as exc:
             if exc.code == CONNECTION_CLOSED:
                 self._drop(live)
                 raise _Closed from exc
             if exc.code == REQUEST_TIMEOUT:
-                raise TimeoutError from exc
+                raise UpstreamError(self.name, f"no answer within {timeout:g} s") from exc
             raise UpstreamError(self.name, f"answered with error {exc.code}: {exc}") from exc
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream) as exc:
             self._drop(live)
             raise _Closed from exc
-        except (UpstreamError, TimeoutError):
+        except UpstreamError:
             raise
         except Exception as exc:  # the SDK raises many kinds (e.g. a result that does not parse)
             raise UpstreamError(self.name, f"the call failed: {describe(exc)}") from exc
 
     async def _session(self) -> _Live:
+        """The open session, started when there is none (bounded by the server's timeout).
+
+        Raises:
+            UpstreamError: the server cannot be started or did not finish starting in time.
+        """
+        try:
+            with anyio.fail_after(self.spec.timeout):
+                return await self._open()
+        except TimeoutError:
+            self._failure = f"cannot be started: no answer within {self.spec.timeout:g} s"
+            self._failed_until = anyio.current_time() + START_COOLDOWN
+            raise UpstreamError(self.name, self._failure) from None
+
+    async def _open(self) -> _Live:
         async with self._lock:
             if self._live is not None and not self._live.closed:
                 return self._live
