@@ -166,6 +166,21 @@ class SearchResult:
     hits: list[SearchHit]
     timings_ms: dict[str, float] = field(default_factory=dict)
 
+    def to_anthropic(self, *, defer_loading: bool = True) -> Any:
+        """The hits as Anthropic tools and ``tool_reference`` blocks
+        (:func:`toolscout.gateway.formats.to_anthropic`)."""
+        from toolscout.gateway.formats import to_anthropic
+
+        return to_anthropic([h.tool for h in self.hits], defer_loading=defer_loading)
+
+    def to_openai(self, *, api: str = "chat", by_server: bool = False) -> Any:
+        """The hits as OpenAI tools (:func:`toolscout.gateway.formats.to_openai`); with
+        ``api="responses"`` and ``by_server``, grouped into namespaces by server."""
+        from toolscout.gateway.formats import to_openai
+
+        group = (lambda t: t.server) if by_server else None
+        return to_openai([h.tool for h in self.hits], api=api, namespace=group)  # type: ignore[arg-type]
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -289,6 +304,20 @@ class HierarchicalResult:
     tools: list[ToolHit]
     matched_skills: list[SkillMatch]
     metadata: dict[str, Any]
+
+    def to_anthropic(self, *, defer_loading: bool = True) -> Any:
+        """The tools as Anthropic tools and ``tool_reference`` blocks."""
+        from toolscout.gateway.formats import to_anthropic
+
+        return to_anthropic([h.tool for h in self.tools], defer_loading=defer_loading)
+
+    def to_openai(self, *, api: str = "chat", by_skill: bool = True) -> Any:
+        """The tools as OpenAI tools; with ``api="responses"``, skills become namespaces."""
+        from toolscout.gateway.formats import to_openai
+
+        skill = {h.tool.id: h.primary_skill for h in self.tools}
+        group = (lambda t: skill.get(t.id) or t.server) if by_skill else None
+        return to_openai([h.tool for h in self.tools], api=api, namespace=group)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
