@@ -58,7 +58,7 @@ def _register() -> None:
     # Importing a command module adds its commands to ``app``.
     from toolscout.cli import core  # noqa: F401
 
-    for optional in ("skills", "serve", "sync", "enrich", "db"):
+    for optional in ("skills", "serve", "sync", "enrich", "db", "install"):
         try:
             __import__(f"toolscout.cli.{optional}")
         except ModuleNotFoundError as exc:
