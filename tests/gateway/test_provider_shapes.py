@@ -4,6 +4,7 @@ types (no network), and reversible to toolscout ids. The docs' worked examples r
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -101,3 +102,27 @@ def test_a_tool_without_schema_still_gets_an_object_schema() -> None:
     bare = Tool(id="srv::ping", name="ping")
     TypeAdapter(list[ToolParam]).validate_python(to_anthropic([bare]).tools)
     TypeAdapter(list[ChatCompletionFunctionToolParam]).validate_python(to_openai([bare]).tools)
+
+
+def _doc_examples() -> list[str]:
+    text = (Path(__file__).parents[2] / "docs" / "serving.md").read_text(encoding="utf-8")
+    section = text[text.index("### Provider shapes") : text.index("## REST API")]
+    return re.findall(r"```python\n(.*?)```", section, flags=re.S)
+
+
+def test_the_documented_sdk_examples_produce_valid_sdk_shapes(
+    gateway_settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    anthropic_example, openai_example = _doc_examples()
+    monkeypatch.setenv("TOOLSCOUT_CACHE_DIR", gateway_settings.cache_dir)
+    scope: dict[str, Any] = {}
+    exec(anthropic_example.replace('"tools.db"', repr(gateway_settings.db)), scope)
+    try:
+        exec(openai_example, scope)
+    finally:
+        scope["engine"].close()
+    TypeAdapter(list[ToolParam]).validate_python(scope["tools"])
+    TypeAdapter(ToolResultBlockParam).validate_python(scope["search_result"])
+    assert scope["tool_id"] == "time::get_current_time"
+    TypeAdapter(list[ChatCompletionFunctionToolParam]).validate_python(scope["chat_tools"])
+    TypeAdapter(list[NamespaceToolParam]).validate_python(scope["responses_tools"])
