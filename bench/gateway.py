@@ -113,6 +113,35 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+async def library_latency(engine: Any, spec: Any, calls: int) -> dict[str, Any]:
+    """Gateway.call in process (no client-to-gateway hop) vs the same server called directly."""
+    from toolscout.gateway import Gateway
+    from toolscout.ingest.mcp import McpSource
+
+    direct_ms: list[float] = []
+    via_ms: list[float] = []
+    args = {"timezone": "UTC"}
+    async with Gateway(engine, [spec]) as gateway, McpSource(spec).connect() as direct:
+        for _ in range(10):
+            await direct.call_tool("get_current_time", args)
+            await gateway.call("time::get_current_time", args)
+        for _ in range(calls):
+            t0 = time.perf_counter()
+            await direct.call_tool("get_current_time", args)
+            t1 = time.perf_counter()
+            await gateway.call("time::get_current_time", args)
+            t2 = time.perf_counter()
+            direct_ms.append((t1 - t0) * 1000)
+            via_ms.append((t2 - t1) * 1000)
+    return {
+        "direct_ms": {"p50": round(statistics.median(direct_ms), 2),
+                      "p95": round(pct(direct_ms, 0.95), 2)},
+        "gateway_ms": {"p50": round(statistics.median(via_ms), 2),
+                       "p95": round(pct(via_ms, 0.95), 2)},
+        "added_p95_ms": round(pct(via_ms, 0.95) - pct(direct_ms, 0.95), 2),
+    }  # fmt: skip
+
+
 async def latency(spec: Any, params: Any, calls: int) -> dict[str, Any]:
     from mcp import Client
     from mcp.client.stdio import stdio_client
@@ -250,13 +279,14 @@ def main() -> None:
                     return list((await c.list_tools()).tools)
 
             gateway_tools = anyio.run(own_list)
+            time_spec = next(s for s in specs if s.name == "time")
+            in_process = anyio.run(library_latency, engine, time_spec, args.calls)
         finally:
             engine.close()
         direct_tokens = {n: len(enc.encode(tools_list_json(t))) for n, t in listed.items()}
         direct_total = len(enc.encode(tools_list_json([t for v in listed.values() for t in v])))
         gateway_tokens = len(enc.encode(tools_list_json(gateway_tools)))
         params = gateway_params(db, config)
-        time_spec = next(s for s in specs if s.name == "time")
         lat = anyio.run(latency, time_spec, params, args.calls)
         run = anyio.run(agent, params, work)
     report = {
@@ -270,6 +300,7 @@ def main() -> None:
             "cut_pct": round(100 * (1 - gateway_tokens / direct_total), 1),
         },
         "call_latency": lat,
+        "call_latency_in_process": in_process,
         "agent": run,
         "load_1min": os.getloadavg()[0],
     }
