@@ -5,6 +5,10 @@ mcp-server-git and the project's own test server."""
 from __future__ import annotations
 
 import json
+import queue
+import re
+import subprocess
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -135,3 +139,47 @@ def test_toolscout_mcp_gateway_serves_published_servers_over_stdio(
     lines = [json.loads(line) for line in audit.read_text(encoding="utf-8").splitlines()]
     assert [line["outcome"] for line in lines] == ["ok", "ok", "denied"]
     assert str(repo) not in audit.read_text(encoding="utf-8")
+
+
+def test_toolscout_mcp_gateway_serves_calls_over_streamable_http(
+    gateway_settings: Settings, mcp_config: Callable[..., Path]
+) -> None:
+    env = {
+        "TOOLSCOUT_DB": gateway_settings.db,
+        "TOOLSCOUT_CACHE_DIR": gateway_settings.cache_dir,
+        "TOOLSCOUT_EMBED_THREADS": "1",
+        "PATH": str(BIN) + ":/usr/bin:/bin",
+    }
+    proc = subprocess.Popen(
+        [TOOLSCOUT, "mcp", "--http", "--port", "0", "--mcp-config", str(mcp_config())],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    found: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            match = re.search(r"Uvicorn running on (http://\S+:\d+)", line)
+            if match:
+                found.put(match.group(1))
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        url = found.get(timeout=120) + "/mcp"
+
+        async def main() -> types.CallToolResult:
+            async with Client(url, read_timeout_seconds=120) as client:
+                return await client.call_tool(
+                    "call_tool", {"id": "up::add", "arguments": {"a": 40, "b": 2}}
+                )
+
+        result = anyio.run(main)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        if proc.stderr is not None:
+            proc.stderr.close()
+    assert result.structured_content == {"sum": 42}
