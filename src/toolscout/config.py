@@ -44,6 +44,46 @@ class McpServerConfig(BaseModel):
     url: str | None = None
 
 
+class GatewayServer(BaseModel):
+    """Per-upstream limits of the gateway (``[gateway.servers.NAME]``)."""
+
+    model_config = {"extra": "forbid"}
+
+    timeout: float | None = Field(
+        default=None, gt=0, description="seconds a call may take (default: the server's timeout)"
+    )
+    max_concurrency: int | None = Field(default=None, ge=1, le=256)
+
+
+class GatewaySettings(BaseModel):
+    """The gateway: calls forwarded to the upstream MCP servers, its policy and audit log
+    (docs/serving.md "Gateway")."""
+
+    model_config = {"extra": "forbid"}
+
+    enabled: bool | None = Field(
+        default=None,
+        description="serve get_tool_schemas and call_tool (None: when MCP servers are configured)",
+    )
+    allow: list[str] = Field(
+        default_factory=list,
+        description="tool id patterns that may be called, e.g. 'time::*' (empty: every tool)",
+    )
+    deny: list[str] = Field(default_factory=list, description="tool id patterns never called")
+    allow_destructive: list[str] = Field(
+        default_factory=list,
+        description="patterns of tools annotated destructiveHint that may be called",
+    )
+    read_only: bool = Field(default=False, description="call only tools annotated readOnlyHint")
+    audit_log: str | None = Field(default=None, description="JSONL file every call is logged to")
+    audit_values: bool = Field(default=False, description="also log argument values")
+    expose: int = Field(
+        default=16, ge=0, le=256, description="found tools added to the tool list (0: off)"
+    )
+    max_concurrency: int = Field(default=8, ge=1, le=256, description="calls at once per server")
+    servers: dict[str, GatewayServer] = Field(default_factory=dict)
+
+
 class Settings(BaseSettings):
     """Everything configurable about toolscout."""
 
@@ -127,6 +167,7 @@ class Settings(BaseSettings):
     mcp_configs: list[str] = Field(default_factory=list)
     tools_dirs: list[str] = Field(default_factory=list)
     catalogs: list[str] = Field(default_factory=list)
+    gateway: GatewaySettings = Field(default_factory=GatewaySettings)
 
     @field_validator("fusion")
     @classmethod

@@ -13,6 +13,10 @@ catch one class. Each edge (CLI, HTTP, MCP) maps these classes to its own codes 
     ├── EmbedError           the embedding model failed or could not be loaded
     ├── EnrichError          an LLM answer was missing, malformed or invalid
     ├── AccessDenied         a served request without the API key its operation needs
+    ├── GatewayError         a call the gateway could not forward
+    │   ├── CallDenied       the policy refuses the tool (deny list, destructive, read-only)
+    │   ├── InvalidArguments arguments that do not match the tool's input schema (names the field)
+    │   └── UpstreamError    the upstream server is down, crashed, or did not answer in time
     └── SkillError           skill catalog problems
         ├── SkillNotFound
         ├── SuggestionNotFound
@@ -107,3 +111,34 @@ class SkillExists(SkillError):
     def __init__(self, skill_id: str) -> None:
         super().__init__(f"a skill with id {skill_id!r} already exists")
         self.skill_id = skill_id
+
+
+class GatewayError(ToolscoutError):
+    """A tool call the gateway could not forward to its upstream server."""
+
+
+class CallDenied(GatewayError):
+    """The gateway's policy refuses the call; ``tool_id`` is the tool and the message says why."""
+
+    def __init__(self, tool_id: str, reason: str) -> None:
+        super().__init__(f"{tool_id}: {reason}")
+        self.tool_id = tool_id
+        self.reason = reason
+
+
+class InvalidArguments(GatewayError):
+    """Arguments that do not validate against the tool's input schema; ``field`` names the
+    failing argument (dotted for nested values, ``(arguments)`` for the object itself)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+class UpstreamError(GatewayError):
+    """The upstream MCP server could not be started or reached, crashed, or timed out."""
+
+    def __init__(self, server: str, message: str) -> None:
+        super().__init__(f"upstream server {server!r}: {message}")
+        self.server = server

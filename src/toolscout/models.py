@@ -306,6 +306,20 @@ class SearchResult:
         """The tools (the name the flat search used)."""
         return self.tools
 
+    def to_anthropic(self, *, defer_loading: bool = True) -> Any:
+        """The tools as Anthropic tools and ``tool_reference`` blocks."""
+        from toolscout.gateway.formats import to_anthropic
+
+        return to_anthropic([h.tool for h in self.tools], defer_loading=defer_loading)
+
+    def to_openai(self, *, api: str = "chat", by_skill: bool = True) -> Any:
+        """The tools as OpenAI tools; with ``api="responses"``, skills become namespaces."""
+        from toolscout.gateway.formats import to_openai
+
+        skill = {h.tool.id: h.primary_skill_id for h in self.tools}
+        group = (lambda t: skill.get(t.id) or t.server) if by_skill else None
+        return to_openai([h.tool for h in self.tools], api=api, namespace=group)  # type: ignore[arg-type]
+
 
 #: Former names of the request, result and hit types, kept so existing code keeps working.
 HierarchicalRequest = SearchRequest

@@ -16,11 +16,13 @@ from typing import Any
 from toolscout.api.jobs import JobNotFound
 from toolscout.errors import (
     AccessDenied,
+    CallDenied,
     ConfigError,
     EmbedError,
     EmptyQuery,
     EnrichError,
     IngestError,
+    InvalidArguments,
     QueryError,
     SkillError,
     SkillExists,
@@ -29,6 +31,7 @@ from toolscout.errors import (
     SuggestionNotFound,
     ToolNotFound,
     ToolscoutError,
+    UpstreamError,
 )
 from toolscout.eval.reports import ReportNotFound
 
@@ -53,6 +56,9 @@ ERROR_TABLE: tuple[tuple[type[ToolscoutError], ErrorKind], ...] = (
     (SkillExists, ErrorKind(409, "skill_exists")),
     (SkillError, ErrorKind(422, "invalid_skill")),
     (AccessDenied, ErrorKind(401, "unauthorized")),
+    (InvalidArguments, ErrorKind(422, "invalid_arguments")),
+    (CallDenied, ErrorKind(403, "call_denied")),
+    (UpstreamError, ErrorKind(502, "upstream_unavailable")),
     (IngestError, ErrorKind(422, "invalid_input")),
     (EmbedError, ErrorKind(503, "model_unavailable")),
     (EnrichError, ErrorKind(502, "llm_failed")),
@@ -80,7 +86,7 @@ def field_of(exc: ToolscoutError) -> str | None:
 
 def message_of(exc: ToolscoutError) -> str:
     """The human message without the field prefix (the body carries the field separately)."""
-    if isinstance(exc, QueryError):
+    if isinstance(exc, QueryError | InvalidArguments):
         return exc.message
     return str(exc)
 

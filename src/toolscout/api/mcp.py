@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.subscriptions import SubscriptionBus
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 from starlette.routing import Route
@@ -83,17 +84,27 @@ def _call(fn: Callable[[], T]) -> T:
 
 
 def create_mcp_server(
-    engine: Engine, *, name: str = "toolscout", gate: SearchGate | None = None
+    engine: Engine,
+    *,
+    name: str = "toolscout",
+    gate: SearchGate | None = None,
+    instructions: str | None = None,
+    subscriptions: SubscriptionBus | None = None,
 ) -> MCPServer:
     """An MCP server over ``engine`` with search_tools, get_tool_schema, list_skills and
     search_skills; searches run through ``gate`` (by default one slot per core). Use
-    ``name="pytools"`` to stand in for freeact's tool search."""
+    ``name="pytools"`` to stand in for freeact's tool search.
+
+    ``instructions`` and ``subscriptions`` (the bus list-changed events go to) are the hooks
+    the gateway (``toolscout.gateway.server``) registers its tools through."""
     searches = gate if gate is not None else SearchGate(engine, CORES)
     server: MCPServer = MCPServer(
         name,
-        instructions="Search for the tools you need with search_tools, then load the chosen "
+        instructions=instructions
+        or "Search for the tools you need with search_tools, then load the chosen "
         "tool's input schema with get_tool_schema(id).",
         log_level="WARNING",
+        subscriptions=subscriptions,
     )
 
     @server.tool(annotations=READ_ONLY)

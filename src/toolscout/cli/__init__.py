@@ -16,6 +16,7 @@ from toolscout.errors import (
     ConfigError,
     EmbedError,
     EnrichError,
+    GatewayError,
     IngestError,
     QueryError,
     SkillError,
@@ -44,6 +45,7 @@ EXIT_CODES: tuple[tuple[type[ToolscoutError], int], ...] = (
     (EmbedError, 7),
     (EnrichError, 8),
     (SkillError, 9),
+    (GatewayError, 10),
     (ToolscoutError, 1),
 )
 
@@ -56,7 +58,7 @@ def _register() -> None:
     # Importing a command module adds its commands to ``app``.
     from toolscout.cli import core  # noqa: F401
 
-    for optional in ("skills", "serve", "sync", "enrich", "db"):
+    for optional in ("skills", "serve", "sync", "enrich", "db", "install"):
         try:
             __import__(f"toolscout.cli.{optional}")
         except ModuleNotFoundError as exc:

@@ -145,34 +145,55 @@ def mcp(
     freeact: Annotated[
         bool, typer.Option(help="Name the server 'pytools' to replace freeact's tool search.")
     ] = False,
+    gateway: Annotated[
+        bool | None,
+        typer.Option(
+            "--gateway/--no-gateway",
+            help="Also describe and call the upstream servers' tools (get_tool_schemas, "
+            "call_tool). Default: on when MCP servers are configured.",
+            show_default=False,
+        ),
+    ] = None,
+    mcp_config: McpConfigOption = None,
     host: HostOption = None,
     port: PortOption = None,
     db: DbOption = None,
     log_level: Annotated[str, typer.Option(help="uvicorn log level (--http).")] = "info",
 ) -> None:
-    """Serve MCP tools search_tools, get_tool_schema, list_skills, search_skills."""
+    """Serve MCP tools search_tools, get_tool_schema, list_skills, search_skills; in gateway
+    mode also get_tool_schemas and call_tool."""
     from toolscout.api.auth import KeyPolicy
     from toolscout.api.http import limit_blas_threads
     from toolscout.api.mcp import create_mcp_http_app, create_mcp_server
+    from toolscout.cli.gateway import gateway_servers, serve_gateway
 
     limit_blas_threads()
     s = settings(db)
+    servers = gateway_servers(s, mcp_config, gateway)
     engine = open_engine(db)
     try:
-        server = create_mcp_server(engine, name="pytools" if freeact else "toolscout")
+        name = "pytools" if freeact else "toolscout"
+        bind = host or s.host
+        bound_port = s.port if port is None else port
+        if servers is not None:
+            serve_gateway(
+                engine,
+                s,
+                servers,
+                name=name,
+                http=http,
+                host=bind,
+                port=bound_port,
+                log_level=log_level,
+            )
+            return
+        server = create_mcp_server(engine, name=name)
         if not http:
             server.run("stdio")
             return
         import uvicorn
 
-        bind = host or s.host
         asgi = create_mcp_http_app(server, KeyPolicy(s.api_key, s.read_key), host=bind)
-        uvicorn.run(
-            asgi,
-            host=bind,
-            port=s.port if port is None else port,
-            log_level=log_level,
-            access_log=False,
-        )
+        uvicorn.run(asgi, host=bind, port=bound_port, log_level=log_level, access_log=False)
     finally:
         engine.close()

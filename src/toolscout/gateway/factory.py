@@ -1,0 +1,76 @@
+"""A :class:`~toolscout.gateway.service.Gateway` from the settings (``[gateway]`` and the MCP
+servers toolscout syncs from), and whether gateway mode is on."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from toolscout.config import Settings
+from toolscout.engine import Engine
+from toolscout.gateway.audit import AuditLog
+from toolscout.gateway.policy import Policy
+from toolscout.gateway.service import Gateway
+from toolscout.gateway.sessions import Limits
+from toolscout.ingest.mcpconfig import DEFAULT_TIMEOUT, ServerSpec
+from toolscout.ingest.sync import resolve_sources
+from toolscout.models import Problem
+
+
+def upstream_servers(
+    settings: Settings, mcp_configs: Sequence[str | Path] = (), *, timeout: float = DEFAULT_TIMEOUT
+) -> tuple[list[ServerSpec], list[Problem]]:
+    """The servers the gateway forwards to: those of ``mcp_configs``, else the settings' own
+    (``mcp_configs`` and ``mcp_servers``), exactly as ``sync`` reads them.
+
+    Raises:
+        IngestError: a configuration file cannot be read at all.
+    """
+    found = resolve_sources(settings, mcp_configs=mcp_configs, timeout=timeout)
+    return list(found.servers), list(found.problems)
+
+
+def gateway_enabled(settings: Settings, servers: Sequence[ServerSpec], flag: bool | None) -> bool:
+    """``--gateway`` / ``--no-gateway`` first, then ``gateway.enabled``, else: whether any
+    upstream server is configured."""
+    if flag is not None:
+        return flag
+    if settings.gateway.enabled is not None:
+        return settings.gateway.enabled
+    return bool(servers)
+
+
+def build_gateway(engine: Engine, settings: Settings, servers: Sequence[ServerSpec]) -> Gateway:
+    """The gateway the settings describe over ``servers``.
+
+    Raises:
+        ConfigError: an invalid policy pattern, or an audit log that cannot be opened.
+    """
+    g = settings.gateway
+    policy = Policy(
+        allow=tuple(g.allow),
+        deny=tuple(g.deny),
+        allow_destructive=tuple(g.allow_destructive),
+        read_only=g.read_only,
+    )
+    limits = {
+        spec.name: Limits(
+            timeout=(g.servers[spec.name].timeout if spec.name in g.servers else None)
+            or spec.timeout,
+            max_concurrency=(
+                g.servers[spec.name].max_concurrency if spec.name in g.servers else None
+            )
+            or g.max_concurrency,
+        )
+        for spec in servers
+    }
+    audit = AuditLog(g.audit_log, values=g.audit_values) if g.audit_log else None
+    return Gateway(
+        engine,
+        servers,
+        policy=policy,
+        audit=audit,
+        expose=g.expose,
+        limits=limits,
+        max_concurrency=g.max_concurrency,
+    )

@@ -1,0 +1,138 @@
+"""Found tools in the shapes provider SDKs take.
+
+* Anthropic: tool definitions (``name``, ``description``, ``input_schema``) marked
+  ``defer_loading: true``, and ``tool_reference`` blocks that load them when a custom tool
+  search returns them in a ``tool_result``.
+* OpenAI: Chat Completions function tools (``{"type": "function", "function": {...}}``) and
+  Responses function tools (``{"type": "function", "name", ...}``), optionally grouped into
+  ``namespace`` tools (by skill or server).
+
+Names come from :mod:`toolscout.gateway.names`; every shape returns the :class:`NameMap`
+that turns the name a model calls back into the toolscout id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from toolscout.gateway.names import NameMap
+from toolscout.models import Tool
+
+JSON = dict[str, Any]
+EMPTY_SCHEMA: JSON = {"type": "object", "properties": {}}
+
+
+def _schema(tool: Tool) -> JSON:
+    schema = dict(tool.input_schema or EMPTY_SCHEMA)
+    schema.setdefault("type", "object")
+    return schema
+
+
+def _description(tool: Tool) -> str:
+    return tool.description or tool.name
+
+
+@dataclass
+class ProviderTools:
+    """Tool definitions for one provider, the blocks that reference them, and the names."""
+
+    tools: list[JSON]
+    names: NameMap
+    references: list[JSON] = field(default_factory=list)
+
+    def tool_id(self, name: str) -> str | None:
+        """The toolscout id behind a tool name the model used."""
+        return self.names.tool_id(name)
+
+
+def anthropic_tool(tool: Tool, names: NameMap, *, defer_loading: bool = True) -> JSON:
+    """One Anthropic tool definition (``anthropic.types.ToolParam``)."""
+    out: JSON = {
+        "name": names.name(tool.id),
+        "description": _description(tool),
+        "input_schema": _schema(tool),
+    }
+    if defer_loading:
+        out["defer_loading"] = True
+    return out
+
+
+def anthropic_reference(tool: Tool, names: NameMap) -> JSON:
+    """A ``tool_reference`` block (``anthropic.types.ToolReferenceBlockParam``)."""
+    return {"type": "tool_reference", "tool_name": names.name(tool.id)}
+
+
+def to_anthropic(tools: Sequence[Tool], *, defer_loading: bool = True) -> ProviderTools:
+    """Anthropic definitions of ``tools`` plus a ``tool_reference`` block for each."""
+    names = NameMap()
+    return ProviderTools(
+        tools=[anthropic_tool(t, names, defer_loading=defer_loading) for t in tools],
+        names=names,
+        references=[anthropic_reference(t, names) for t in tools],
+    )
+
+
+def openai_function(tool: Tool, names: NameMap) -> JSON:
+    """A Chat Completions tool (``openai.types.chat.ChatCompletionFunctionToolParam``)."""
+    return {
+        "type": "function",
+        "function": {
+            "name": names.name(tool.id),
+            "description": _description(tool),
+            "parameters": _schema(tool),
+        },
+    }
+
+
+def openai_response_tool(tool: Tool, names: NameMap, *, defer_loading: bool = False) -> JSON:
+    """A Responses function tool (``openai.types.responses.FunctionToolParam``)."""
+    out: JSON = {
+        "type": "function",
+        "name": names.name(tool.id),
+        "description": _description(tool),
+        "parameters": _schema(tool),
+        "strict": False,
+    }
+    if defer_loading:
+        out["defer_loading"] = True
+    return out
+
+
+def _namespace(key: str) -> str:
+    from toolscout.gateway.names import provider_name
+
+    return provider_name(key)
+
+
+def to_openai(
+    tools: Sequence[Tool],
+    *,
+    api: Literal["chat", "responses"] = "chat",
+    namespace: Callable[[Tool], str | None] | None = None,
+    defer_loading: bool = False,
+) -> ProviderTools:
+    """OpenAI definitions of ``tools``. With ``api="responses"`` and ``namespace`` (a tool's
+    group, e.g. its skill or server), tools of one group share a ``namespace`` tool."""
+    names = NameMap()
+    if api == "chat":
+        return ProviderTools(tools=[openai_function(t, names) for t in tools], names=names)
+    if namespace is None:
+        return ProviderTools(
+            tools=[openai_response_tool(t, names, defer_loading=defer_loading) for t in tools],
+            names=names,
+        )
+    groups: dict[str, list[Tool]] = {}
+    for tool in tools:
+        groups.setdefault(namespace(tool) or "tools", []).append(tool)
+    out = [
+        {
+            "type": "namespace",
+            "name": _namespace(key),
+            "description": f"Tools of {key}: " + ", ".join(t.name for t in members),
+            "tools": [openai_response_tool(t, names, defer_loading=defer_loading) for t in members],
+        }
+        for key, members in groups.items()
+    ]
+    return ProviderTools(tools=out, names=names)
