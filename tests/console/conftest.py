@@ -82,9 +82,13 @@ def served(console_index: Path, tmp_path: Path, vector_cache: Path) -> Iterator[
         engine.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """Headless Chromium from the Debian package (fails in CI when missing, never skips)."""
+    """Headless Chromium from the Debian package (fails in CI when missing, never skips).
+
+    Module-scoped: Playwright's sync API keeps an asyncio loop running in the main thread while
+    it is open, and a session-wide one broke every later test that runs a loop of its own.
+    """
     path = chromium_path()
     if path is None:
         message = "Debian's chromium is not installed (scripts/setup --dev installs it)"
