@@ -312,12 +312,25 @@ class SearchResult:
 
         return to_anthropic([h.tool for h in self.tools], defer_loading=defer_loading)
 
-    def to_openai(self, *, api: str = "chat", by_skill: bool = True) -> Any:
-        """The tools as OpenAI tools; with ``api="responses"``, skills become namespaces."""
+    def to_openai(
+        self, *, api: str = "chat", by_server: bool = False, by_skill: bool | None = None
+    ) -> Any:
+        """The tools as OpenAI tools. With ``api="responses"`` they may be grouped into
+        namespaces: by server with ``by_server``, or by primary skill with ``by_skill`` (by
+        default when the result came from a strategy that uses skills)."""
         from toolscout.gateway.formats import to_openai
 
+        if by_skill is None:
+            by_skill = not by_server and str(self.metadata.get("strategy_used")) in (
+                "hierarchical",
+                "hybrid",
+            )
         skill = {h.tool.id: h.primary_skill_id for h in self.tools}
-        group = (lambda t: skill.get(t.id) or t.server) if by_skill else None
+        group = None
+        if by_server:
+            group = lambda t: t.server  # noqa: E731
+        elif by_skill:
+            group = lambda t: skill.get(t.id) or t.server  # noqa: E731
         return to_openai([h.tool for h in self.tools], api=api, namespace=group)  # type: ignore[arg-type]
 
 
