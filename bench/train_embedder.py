@@ -278,6 +278,8 @@ def train(args: argparse.Namespace) -> None:
         print(f"mined hard negatives ({time.monotonic() - started:.0f} s)", flush=True)
     plan = [batches(pairs, args.batch, rng) for _ in range(args.epochs)]
     total = sum(len(p) for p in plan)
+    if args.max_steps:
+        total = min(total, args.max_steps)
     opt = torch.optim.AdamW(enc.model.parameters(), lr=args.lr, weight_decay=0.01)
     warm = max(1, int(0.1 * total))
     if args.max_minutes:  # a time budget: constant rate after warm-up, stop anywhere
@@ -293,6 +295,8 @@ def train(args: argparse.Namespace) -> None:
     best_state = {k: v.clone() for k, v in enc.model.state_dict().items()}
     step = 0
     for epoch, plan_batches in enumerate(plan, start=1):
+        if step >= total or time.monotonic() > deadline:
+            break
         enc.model.train()
         for batch in plan_batches:
             q = enc.forward([p.query for p in batch], QUERY_TOKENS)
@@ -325,6 +329,8 @@ def train(args: argparse.Namespace) -> None:
                 enc.model.train()
             if time.monotonic() > deadline:
                 print(f"time budget reached at step {step}", flush=True)
+                break
+            if step >= total:
                 break
         log["steps"] = step
         if not args.dev_eval:
@@ -373,6 +379,9 @@ def main() -> int:
     parser.add_argument("--train-doc-tokens", type=int, default=128)
     parser.add_argument(
         "--max-minutes", type=float, default=0, help="stop training after this wall time"
+    )
+    parser.add_argument(
+        "--max-steps", type=int, default=0, help="stop after this many steps (reproducible)"
     )
     parser.add_argument("--save-every", type=int, default=0, help="checkpoint every N steps")
     parser.add_argument(
