@@ -24,7 +24,7 @@ from toolscout.enrich.factory import open_enricher
 from toolscout.enrich.llm import LLM, open_llm
 from toolscout.enrich.pipeline import EnrichmentPipeline, Fields
 from toolscout.enrich.service import EnrichmentService
-from toolscout.errors import QueryError
+from toolscout.errors import EmptyIndex, QueryError
 from toolscout.indexing import IndexWriter, Prepared, input_hash, prepare
 from toolscout.ingest.sources import Loaded
 from toolscout.ingest.synclog import Inventory, inventory
@@ -200,9 +200,19 @@ class Engine:
                     continue
                 tools[tool.id] = tool
         existing = self.store.hashes()
-        dropped: set[str] = set()
-        if prune and sources:
-            dropped = set(self.store.hashes(Filters(sources=tuple(sorted(sources))))) - set(tools)
+        owned = (
+            set(self.store.hashes(Filters(sources=tuple(sorted(sources))))) if sources else set()
+        )
+        dropped = owned - set(tools) if prune else set()
+        for tool_id in sorted(set(tools).intersection(existing) - owned):
+            report.warnings.append(
+                Problem(
+                    tools[tool_id].source or "",
+                    "id",
+                    f"{tool_id!r} was indexed from another source; this one replaces it "
+                    "(give --server or explicit ids to keep both)",
+                )
+            )
         extra, context = self.enrichment_fields(tools, dropped)
         todo: list[Prepared] = []
         for tool in tools.values():
@@ -335,6 +345,11 @@ class Engine:
             self, query, strategy=strategy, mode=mode, limit=limit, server=server,
             item_type=item_type,
         )  # fmt: skip
+
+    def ensure_indexed(self) -> None:
+        """Raises: EmptyIndex when the index holds no tools (every search would be empty)."""
+        if self.store.count() == 0:
+            raise EmptyIndex(self.store.url)
 
     # -- tools ------------------------------------------------------------------------------
     def get_tool(self, tool_id: str) -> Tool:

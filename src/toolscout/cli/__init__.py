@@ -15,6 +15,7 @@ from rich.console import Console
 from toolscout.errors import (
     ConfigError,
     EmbedError,
+    EmptyIndex,
     EnrichError,
     GatewayError,
     IngestError,
@@ -37,6 +38,7 @@ err_console = Console(stderr=True)
 
 #: One table: error class -> process exit code (first match wins, most specific first).
 EXIT_CODES: tuple[tuple[type[ToolscoutError], int], ...] = (
+    (EmptyIndex, 10),
     (ToolNotFound, 4),
     (QueryError, 2),
     (ConfigError, 3),

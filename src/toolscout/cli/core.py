@@ -9,32 +9,27 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 from rich.table import Table
 
 from toolscout.api.schemas import SearchResponse
 from toolscout.cli import app, console, err_console
 from toolscout.cli.options import DbOption, JsonOption, open_engine
 from toolscout.cli.options import settings as _settings
+from toolscout.cli.progress import embedding_bar
 from toolscout.errors import IngestError
 from toolscout.eval.reports import report_payload, write_report
 from toolscout.eval.run import Report, evaluate, index_dataset
 from toolscout.ingest.jsonfile import CatalogFile, catalog_files
 from toolscout.ingest.sources import Loaded
 from toolscout.models import IndexReport, ItemType, SearchMode, Strategy
+from toolscout.search.hybrid import check_query
 
 BUILTIN = "starter_catalog.json"
 
 
 def _progress() -> Progress:
-    return Progress(
-        TextColumn("[bold]embedding"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-    )
+    return embedding_bar()
 
 
 def _print_report(report: IndexReport, as_json: bool) -> None:
@@ -50,6 +45,8 @@ def _print_report(report: IndexReport, as_json: bool) -> None:
         console.print(f"  skipped {problem}", highlight=False, markup=False)
     if len(report.skipped) > 50:
         console.print(f"  ... and {len(report.skipped) - 50} more")
+    for problem in report.warnings[:50]:
+        console.print(f"  warning {problem}", highlight=False, markup=False)
 
 
 @app.command()
@@ -89,7 +86,7 @@ def index(
             except IngestError as exc:
                 err_console.print(f"[red]skipped file[/] {exc}", highlight=False)
         with _progress() as bar:
-            task = bar.add_task("embed", total=None)
+            task = bar.add_task("embedding", total=None)
             report = engine.index(
                 loads,
                 prune=prune,
@@ -116,8 +113,10 @@ def search(
     schemas: Annotated[bool, typer.Option("--schemas", help="Include input schemas.")] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Search the index (``--json`` prints the REST API's search response)."""
-    engine = open_engine(db)
+    """Search the index (``--json`` prints the REST API's search response; exits 10 with a hint
+    when the index is empty or missing)."""
+    check_query(query)  # a usage error comes first, whatever the index holds
+    engine = open_engine(db, must_exist=True)
     try:
         result = engine.search(
             query,
@@ -130,6 +129,8 @@ def search(
             sources=source,
             include_schemas=schemas,
         )
+        if not result.tools:
+            engine.ensure_indexed()
     finally:
         engine.close()
     if as_json:
@@ -209,7 +210,7 @@ def eval_(
         try:
             if not reuse:
                 with _progress() as bar:
-                    task = bar.add_task("embed", total=None)
+                    task = bar.add_task("embedding", total=None)
                     index_dataset(
                         engine,
                         set_dir,
