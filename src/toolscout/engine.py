@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
+
+import anyio.to_thread
 
 from toolscout.embed.base import Embedder, open_embedder
 from toolscout.embed.batching import QueryBatcher
@@ -475,6 +478,21 @@ class Engine:
     def close(self) -> None:
         self.searcher.close()
         self.store.close()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- async edges: the same calls in a worker thread (one code path, no async twins) -------
+    async def asearch(self, query: str, **options: Any) -> SearchResult:
+        """:meth:`search` in a worker thread, for event loops. Raises: as :meth:`search`."""
+        return await anyio.to_thread.run_sync(partial(self.search, query, **options))
+
+    async def afind(self, request: HierarchicalRequest) -> HierarchicalResult:
+        """:meth:`find` in a worker thread, for event loops. Raises: as :meth:`find`."""
+        return await anyio.to_thread.run_sync(self.find, request)
 
 
 def _query_encoder(embedder: Embedder) -> str | None:

@@ -47,11 +47,15 @@ class LogLevel(StrEnum):
     ERROR = "error"
 
 
+def _print_version() -> None:
+    from importlib.metadata import version
+
+    console.print(f"toolscout {version('toolscout')}", highlight=False)
+
+
 def _version(value: bool) -> None:
     if value:
-        from importlib.metadata import version
-
-        console.print(f"toolscout {version('toolscout')}", highlight=False)
+        _print_version()
         raise typer.Exit()
 
 
@@ -117,6 +121,9 @@ def _register() -> None:
 def main() -> None:
     """Entry point: run the app, turning toolscout errors into a message and an exit code."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if sys.argv[1:] == ["--version"]:  # answer before importing every command's dependencies
+        _print_version()
+        return
     _register()
     try:
         app()  # click's standalone mode handles usage errors and exit codes
