@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -70,3 +71,18 @@ def test_async_errors_are_the_sync_ones_and_afind_answers(
             anyio.run(lambda: engine.asearch("x", limit=99))
         found = anyio.run(engine.afind, HierarchicalRequest(query="weather in Oslo"))
         assert found.tools and found.tools[0].tool.id == "weather::get_forecast"
+
+
+def test_index_progress_moves_while_a_chunk_embeds(settings: Settings) -> None:
+    from importlib import resources
+
+    starter = Path(str(resources.files("toolscout.data").joinpath("starter_catalog.json")))
+    seen: list[tuple[int, int]] = []
+    with Engine.open(settings) as engine:
+        report = engine.index(
+            [CatalogFile(starter).read()], progress=lambda d, t: seen.append((d, t))
+        )
+    total = report.added
+    assert total > 100 and seen[-1] == (total, total)
+    steps = [done for done, _ in seen]
+    assert steps == sorted(steps) and max(b - a for a, b in itertools.pairwise(steps)) <= 64

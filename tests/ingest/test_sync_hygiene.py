@@ -47,7 +47,11 @@ def test_sync_prune_forgets_a_server_removed_from_the_config(
     db = str(tmp_path / "p.db")
     base = ["sync", "--db", db, "--mcp-config", str(config), "--json"]
     _servers_config(config, server_script, {"files": files, "clock": clock})
-    assert _json(cli.invoke(app, base))["totals"]["added"] == 2
+    first = cli.invoke(app, base)
+    assert _json(first)["totals"]["added"] == 2
+    # each server is reported as it answers, while the others may still be starting
+    assert "mcp:clock: 1 items" in first.stderr
+    assert "mcp:files: 1 items" in first.stderr
 
     _servers_config(config, server_script, {"files": files})
     kept = _json(cli.invoke(app, base))  # without --prune nothing is forgotten
@@ -161,3 +165,37 @@ def test_search_on_an_empty_index_exits_10_with_a_hint(tmp_path: Path) -> None:
     assert found.returncode == 10
     assert "index is empty or missing: run `toolscout sync`" in found.stderr
     assert "Traceback" not in found.stderr
+
+
+def test_watch_says_what_it_watches_as_soon_as_it_starts(tmp_path: Path) -> None:
+    import subprocess
+    import threading
+
+    tools = tmp_path / "ws" / "mcptools" / "notes"
+    tools.mkdir(parents=True)
+    (tools / "save.py").write_text('def run(text: str):\n    """Save a note."""\n', "utf-8")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "toolscout",
+            "watch",
+            "--tools-dir",
+            str(tmp_path / "ws"),
+            "--db",
+            str(tmp_path / "w.db"),
+        ],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    first: list[str] = []
+    reader = threading.Thread(target=lambda: first.append(proc.stderr.readline()), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    reader.join(timeout=240)
+    proc.terminate()
+    proc.wait(timeout=60)
+    if proc.stderr is not None:
+        proc.stderr.close()
+    assert first and first[0].startswith("watching 1 sources (")
+    assert "Ctrl-C stops" in first[0]

@@ -62,7 +62,7 @@ class SyncProgress:
         outcome = (
             f"failed: {result}" if isinstance(result, IngestError) else f"{len(result.tools)} items"
         )
-        self.bar.console.print(f"  server {name}: {outcome}", highlight=False, markup=False)
+        self.bar.console.print(f"  {name}: {outcome}", highlight=False, markup=False)
         if self._servers is not None:
             self.bar.advance(self._servers)
 

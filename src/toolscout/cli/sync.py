@@ -198,14 +198,15 @@ def watch(
     found = _sources(db, mcp_config, tool_dir_list(tools_dir), catalogs, timeout)
     for problem in found.problems:
         err_console.print(f"config {problem}", highlight=False, markup=False)
-    engine = open_engine(db)
     watched = [str(p) for p in (*found.catalogs, *found.tool_dirs)]
     watched += [f"mcp:{spec.name}" for spec in found.servers]
     err_console.print(
         f"watching {len(watched)} sources ({', '.join(watched)}); syncing now. Ctrl-C stops.",
         highlight=False,
         markup=False,
+        soft_wrap=True,
     )
+    engine = open_engine(db)
 
     def show(summary: SourceSummary) -> None:
         if summary.error or summary.added or summary.updated or summary.deleted:
