@@ -490,7 +490,7 @@ class Engine:
         """:meth:`search` in a worker thread, for event loops. Raises: as :meth:`search`."""
         return await anyio.to_thread.run_sync(partial(self.search, query, **options))
 
-    async def afind(self, request: HierarchicalRequest) -> HierarchicalResult:
+    async def afind(self, request: SearchRequest) -> SearchResult:
         """:meth:`find` in a worker thread, for event loops. Raises: as :meth:`find`."""
         return await anyio.to_thread.run_sync(self.find, request)
 

@@ -92,10 +92,10 @@ def test_search_schemas_adds_each_hits_input_schema(cli: CliRunner, tmp_path: Pa
     db = str(tmp_path / "s.db")
     assert cli.invoke(app, ["index", str(catalog), "--db", db]).exit_code == 0
     plain = json.loads(cli.invoke(app, ["search", "report a bug", "--db", db, "--json"]).stdout)
-    assert "input_schema" not in plain["hits"][0]
+    assert plain["tools"][0]["input_schema"] is None
     args = ["search", "report a bug", "--db", db, "--json", "--schemas", "--limit", "1"]
     full = json.loads(cli.invoke(app, args).stdout)
-    assert full["hits"][0]["input_schema"]["required"] == ["title"]
+    assert full["tools"][0]["input_schema"]["required"] == ["title"]
 
 
 def test_eval_table_fits_80_columns_and_all_shows_every_metric(
