@@ -1,7 +1,8 @@
 """Settings: the only place that reads environment variables and the configuration file.
 
 Sources, highest priority first: explicit arguments, ``TOOLSCOUT_*`` environment variables, the
-file named by ``TOOLSCOUT_CONFIG`` (TOML or YAML), defaults.
+file named by ``TOOLSCOUT_CONFIG`` (TOML or YAML) or else the default file
+(:func:`default_config_file`, if it exists), defaults.
 """
 
 from __future__ import annotations
@@ -33,6 +34,21 @@ def default_reports_dir() -> str:
 
 def default_cache_dir() -> str:
     return str(Path(platformdirs.user_cache_dir("toolscout")))
+
+
+def default_config_file() -> Path:
+    """Where ``toolscout config init`` writes, and where settings are read from when
+    ``TOOLSCOUT_CONFIG`` is not set (e.g. ``~/.config/toolscout/config.toml`` on Linux)."""
+    return Path(platformdirs.user_config_dir("toolscout")) / "config.toml"
+
+
+def config_file() -> Path | None:
+    """The configuration file in use: ``TOOLSCOUT_CONFIG``, else the default file if present."""
+    named = os.environ.get("TOOLSCOUT_CONFIG")
+    if named:
+        return Path(named).expanduser()
+    default = default_config_file()
+    return default if default.is_file() else None
 
 
 class McpServerConfig(BaseModel):
@@ -205,8 +221,9 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-        path = os.environ.get("TOOLSCOUT_CONFIG")
-        if path:
+        found = config_file()
+        if found is not None:
+            path = str(found)
             if path.endswith((".yaml", ".yml")):
                 sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=path))
             else:
@@ -220,13 +237,16 @@ def load_settings(**overrides: Any) -> Settings:
     Raises:
         ConfigError: naming each invalid field.
     """
-    path = os.environ.get("TOOLSCOUT_CONFIG")
-    if path and not Path(path).is_file():
-        raise ConfigError(f"TOOLSCOUT_CONFIG: no such file {path!r}")
+    path = config_file()
+    if path is not None and not path.is_file():
+        raise ConfigError(f"TOOLSCOUT_CONFIG: no such file {str(path)!r}")
+    where = f" (arguments, TOOLSCOUT_* variables, {path})" if path else ""
     try:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as exc:
         details = "; ".join(
             f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
         )
-        raise ConfigError(f"invalid settings: {details}") from exc
+        raise ConfigError(f"invalid settings{where}: {details}") from exc
+    except (ValueError, OSError) as exc:  # TOML / YAML syntax, unreadable file
+        raise ConfigError(f"{path}: cannot read the configuration: {exc}") from exc

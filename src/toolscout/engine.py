@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
+
+import anyio.to_thread
 
 from toolscout.embed.base import Embedder, open_embedder
 from toolscout.embed.batching import QueryBatcher
@@ -24,7 +27,7 @@ from toolscout.enrich.factory import open_enricher
 from toolscout.enrich.llm import LLM, open_llm
 from toolscout.enrich.pipeline import EnrichmentPipeline, Fields
 from toolscout.enrich.service import EnrichmentService
-from toolscout.errors import QueryError
+from toolscout.errors import EmptyIndex, QueryError
 from toolscout.indexing import IndexWriter, Prepared, input_hash, prepare
 from toolscout.ingest.sources import Loaded
 from toolscout.ingest.synclog import Inventory, inventory
@@ -200,9 +203,19 @@ class Engine:
                     continue
                 tools[tool.id] = tool
         existing = self.store.hashes()
-        dropped: set[str] = set()
-        if prune and sources:
-            dropped = set(self.store.hashes(Filters(sources=tuple(sorted(sources))))) - set(tools)
+        owned = (
+            set(self.store.hashes(Filters(sources=tuple(sorted(sources))))) if sources else set()
+        )
+        dropped = owned - set(tools) if prune else set()
+        for tool_id in sorted(set(tools).intersection(existing) - owned):
+            report.warnings.append(
+                Problem(
+                    tools[tool_id].source or "",
+                    "id",
+                    f"{tool_id!r} was indexed from another source; this one replaces it "
+                    "(give --server or explicit ids to keep both)",
+                )
+            )
         extra, context = self.enrichment_fields(tools, dropped)
         todo: list[Prepared] = []
         for tool in tools.values():
@@ -336,6 +349,11 @@ class Engine:
             item_type=item_type,
         )  # fmt: skip
 
+    def ensure_indexed(self) -> None:
+        """Raises: EmptyIndex when the index holds no tools (every search would be empty)."""
+        if self.store.count() == 0:
+            raise EmptyIndex(self.store.url)
+
     # -- tools ------------------------------------------------------------------------------
     def get_tool(self, tool_id: str) -> Tool:
         """Raises: ToolNotFound."""
@@ -460,6 +478,21 @@ class Engine:
     def close(self) -> None:
         self.searcher.close()
         self.store.close()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- async edges: the same calls in a worker thread (one code path, no async twins) -------
+    async def asearch(self, query: str, **options: Any) -> SearchResult:
+        """:meth:`search` in a worker thread, for event loops. Raises: as :meth:`search`."""
+        return await anyio.to_thread.run_sync(partial(self.search, query, **options))
+
+    async def afind(self, request: SearchRequest) -> SearchResult:
+        """:meth:`find` in a worker thread, for event loops. Raises: as :meth:`find`."""
+        return await anyio.to_thread.run_sync(self.find, request)
 
 
 def _query_encoder(embedder: Embedder) -> str | None:

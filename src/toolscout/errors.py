@@ -6,7 +6,8 @@ catch one class. Each edge (CLI, HTTP, MCP) maps these classes to its own codes 
     ToolscoutError
     ├── ConfigError          bad settings, or an index built with another model/tokenizer
     ├── StoreError           the index cannot be opened, read or written
-    │   └── ToolNotFound     no tool with that id
+    │   ├── ToolNotFound     no tool with that id
+    │   └── EmptyIndex       a search or server over an index that is missing or holds nothing
     ├── QueryError           a search request that cannot be answered as asked (names the field)
     │   └── EmptyQuery       the query is empty or blank (HTTP answers 400, not 422)
     ├── IngestError          a catalog or source that cannot be read at all
@@ -44,6 +45,16 @@ class ToolNotFound(StoreError):
     def __init__(self, tool_id: str) -> None:
         super().__init__(f"no tool with id {tool_id!r}")
         self.tool_id = tool_id
+
+
+class EmptyIndex(StoreError):
+    """The index is missing or holds no tools, so every search would answer nothing."""
+
+    HINT = "index is empty or missing: run `toolscout sync`"
+
+    def __init__(self, where: str) -> None:
+        super().__init__(f"{where}: {self.HINT} (or `toolscout index FILE`)")
+        self.where = where
 
 
 class QueryError(ToolscoutError):

@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
+from typing import Any
 
 from toolscout.embed.base import Embedder
 from toolscout.models import IndexReport, Tool
@@ -21,6 +22,8 @@ from toolscout.store.base import IndexEntry, Store
 Progress = Callable[[int, int], None]
 #: Tool texts embedded (and written) per batch.
 EMBED_CHUNK = 256
+#: Texts embedded per call inside a chunk, so progress moves every few seconds.
+PROGRESS_STEP = 64
 #: A write of at least this many tools that also rewrites half the index is a bulk load.
 BULK_MIN = 2000
 
@@ -89,7 +92,14 @@ class IndexWriter:
         with self.store.bulk() if big else nullcontext():
             for start in range(0, total, EMBED_CHUNK):
                 chunk = ordered[start : start + EMBED_CHUNK]
-                vectors = self.embedder.embed([p.text for p in chunk])
+                vectors: list[Any] = []
+                # Embedded in steps so a progress bar moves while a chunk embeds (same batches
+                # inside the model); the chunk is still written in one transaction.
+                for step in range(0, len(chunk), PROGRESS_STEP):
+                    texts = [p.text for p in chunk[step : step + PROGRESS_STEP]]
+                    vectors.extend(self.embedder.embed(texts))
+                    if progress:
+                        progress(min(start + step + PROGRESS_STEP, total), total)
                 report.embedded += len(chunk)
                 self.store.upsert(
                     [
@@ -97,5 +107,3 @@ class IndexWriter:
                         for i, p in enumerate(chunk)
                     ]
                 )
-                if progress:
-                    progress(min(start + EMBED_CHUNK, total), total)

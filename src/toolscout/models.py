@@ -169,6 +169,8 @@ class IndexReport:
     deleted: int = 0
     skipped: list[Problem] = field(default_factory=list)
     embedded: int = 0
+    #: Indexed all the same, but worth a look (an id that another source had).
+    warnings: list[Problem] = field(default_factory=list)
 
     def to_dict(self) -> JSON:
         return {
@@ -178,6 +180,7 @@ class IndexReport:
             "deleted": self.deleted,
             "skipped": [str(p) for p in self.skipped],
             "embedded": self.embedded,
+            "warnings": [str(p) for p in self.warnings],
         }
 
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
+from conftest import LOOPBACK
+from toolscout.api.http import create_app
+from toolscout.config import Settings
 from toolscout.engine import Engine
 
 
@@ -118,6 +122,20 @@ def test_health_reports_store_model_and_counts(client: TestClient) -> None:
     assert body["store_reachable"] is True
     assert body["model_loaded"] is True
     assert body["tools"] >= 100
+
+
+def test_health_says_an_empty_index_is_empty_and_how_to_fill_it(
+    tmp_path: Path, vector_cache: Path
+) -> None:
+    settings = Settings(db=str(tmp_path / "empty.db"), cache_dir=str(vector_cache))
+    engine = Engine.open(settings)
+    try:
+        with TestClient(create_app(engine, settings), client=LOOPBACK) as c:
+            body = c.get("/health").json()
+    finally:
+        engine.close()
+    assert (body["status"], body["tools"]) == ("empty", 0)
+    assert body["hint"] == "index is empty or missing: run `toolscout sync`"
 
 
 def test_metrics_count_requests_per_route_template(client: TestClient) -> None:

@@ -16,6 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from conftest import TOOLSCOUT, Launched, server_env
 from toolscout.api.mcp import create_mcp_server
+from toolscout.config import Settings
 from toolscout.engine import Engine
 
 QUERY = "send an email to a colleague"
@@ -53,16 +54,44 @@ def test_search_tools_answers_the_freeact_contract_in_engine_order(api_engine: E
     assert scores == sorted(scores, reverse=True)
 
 
-def test_scope_narrows_search_to_one_source(api_engine: Engine) -> None:
-    async def main() -> tuple[list[Any], list[Any]]:
+def test_scope_narrows_search_to_a_source_or_to_a_server_name_results_show(
+    api_engine: Engine,
+) -> None:
+    async def main() -> tuple[list[Any], list[Any], str]:
         async with Client(create_mcp_server(api_engine)) as client:
             inside = await _call(client, "search_tools", {"query": QUERY, "scope": "builtin"})
-            outside = await _call(client, "search_tools", {"query": QUERY, "scope": "elsewhere"})
-            return inside, outside
+            server = await _call(client, "search_tools", {"query": QUERY, "scope": "gmail"})
+            unknown = await _error_text(
+                client, "search_tools", {"query": QUERY, "scope": "elsewhere"}
+            )
+            return inside, server, unknown
 
-    inside, outside = anyio.run(main)
+    inside, server, unknown = anyio.run(main)
     assert inside and all(h["source"] == "builtin" for h in inside)
-    assert outside == []
+    assert server and all(h["category"] == "gmail" for h in server)
+    assert "scope" in unknown and "'elsewhere'" in unknown
+    assert "valid: all, " in unknown and "gmail" in unknown and "builtin" in unknown
+
+
+def test_an_empty_index_says_so_in_instructions_and_search_errors(
+    tmp_path: Path, vector_cache: Path
+) -> None:
+    engine = Engine.open(Settings(db=str(tmp_path / "empty.db"), cache_dir=str(vector_cache)))
+    try:
+        server = create_mcp_server(engine)
+
+        async def main() -> tuple[str | None, str]:
+            async with Client(server) as client:
+                return (
+                    client.instructions,
+                    await _error_text(client, "search_tools", {"query": "weather"}),
+                )
+
+        instructions, error = anyio.run(main)
+    finally:
+        engine.close()
+    assert instructions is not None and "run `toolscout sync`" in instructions
+    assert "index is empty or missing: run `toolscout sync`" in error
 
 
 def test_tool_errors_carry_the_code_and_field(api_engine: Engine) -> None:

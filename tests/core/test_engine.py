@@ -211,4 +211,4 @@ def test_store_is_wal_with_a_schema_version(engine: Engine) -> None:
 def test_schemas_come_back_with_their_parameter_order(engine: Engine, tmp_path: Path) -> None:
     schema = {"type": "object", "properties": {"zeta": {"type": "string"}, "alpha": {}}}
     _index(engine, _catalog(tmp_path, [{"name": "ordered", "inputSchema": schema}]))
-    assert engine.get_tool("ordered").parameter_names() == ["zeta", "alpha"]
+    assert engine.get_tool("c::ordered").parameter_names() == ["zeta", "alpha"]

@@ -238,7 +238,8 @@ def test_sigkill_mid_sync_leaves_a_consistent_index_that_the_next_sync_completes
 def test_a_tool_that_moves_to_another_source_survives_pruning_of_the_old_one(
     engine: Engine, tmp_path: Path
 ) -> None:
-    entry = {"tools": [tool("convert", "Convert currencies")]}
+    # An explicit id: ids derived from a name are namespaced by file, so they would not collide.
+    entry = {"tools": [{**tool("convert", "Convert currencies"), "id": "convert"}]}
     old, new = tmp_path / "old.json", tmp_path / "new.json"
     old.write_text(json.dumps(entry), encoding="utf-8")
     sync(engine, resolve_sources(catalogs=[old]).file_sources())

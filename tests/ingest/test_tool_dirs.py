@@ -1,4 +1,4 @@
-"""Python tool folders (freeact layout) read with ast: docstrings, schemas, skip rules, junk."""
+"""Python tool folders (freeact layout) read statically: docstrings, schemas, skip rules, junk."""
 
 from __future__ import annotations
 
@@ -56,21 +56,31 @@ def test_mcptools_and_gentools_become_tools_with_full_docstrings(tmp_path: Path)
     assert issue.category == "github"
     assert issue.input_schema == {
         "type": "object",
+        "title": "Params",
         "properties": {
-            "repo": {"type": "string", "description": "owner/name of the repository"},
-            "title": {"type": "string", "description": "Issue title"},
-            "labels": {},
+            "repo": {
+                "type": "string",
+                "title": "Repo",
+                "description": "owner/name of the repository",
+            },
+            "title": {"type": "string", "title": "Title", "description": "Issue title"},
+            "labels": {
+                "anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}],
+                "default": None,
+                "title": "Labels",
+            },
         },
-        "required": [],
+        "required": ["repo", "title"],
     }
     zipper = by_id["gentools:files:zip_folder"]
     assert zipper.description.endswith("Writes <path>.zip next to it.")
     assert zipper.input_schema == {
         "type": "object",
+        "title": "zip_folder",
         "properties": {
-            "path": {"type": "string"},
-            "level": {"type": "integer"},
-            "dry": {"type": "boolean"},
+            "path": {"type": "string", "title": "Path"},
+            "level": {"type": "integer", "title": "Level", "default": 6},
+            "dry": {"type": "boolean", "title": "Dry"},
         },
         "required": ["path", "dry"],
     }

@@ -130,7 +130,7 @@ def test_catalog_file_edits_and_deletion_are_reflected(
     tools = [tool("forecast", "Weather forecast"), tool("tides", "Tide tables for a harbour")]
     path.write_text(json.dumps({"tools": tools}), "utf-8")
     run.wait_for(lambda s: s.added == 1)
-    assert engine.search("harbour tide", limit=1).hits[0].tool.id == "tides"
+    assert engine.search("harbour tide", limit=1).hits[0].tool.id == "weather::tides"
 
     path.unlink()
     gone = run.wait_for(lambda s: s.deleted == 2)

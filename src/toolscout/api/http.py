@@ -39,7 +39,7 @@ from toolscout.api.schemas import (
 )
 from toolscout.config import Settings, load_settings
 from toolscout.engine import Engine
-from toolscout.errors import StoreError, ToolscoutError
+from toolscout.errors import EmptyIndex, StoreError, ToolscoutError
 from toolscout.models import ItemType, SearchMode, Strategy
 from toolscout.models import SearchRequest as CoreRequest
 from toolscout.search.gate import SearchGate, slots_for
@@ -275,13 +275,15 @@ def _health(engine: Engine) -> tuple[int, Health]:
             pid=os.getpid(),
         )
         return 503, health
+    tools = int(info["tools"])
     health = Health(
-        status="ok",
+        status="ok" if tools else "empty",
+        hint=None if tools else EmptyIndex.HINT,
         store=str(info["store"]),
         store_reachable=True,
         model=name,
         model_loaded=name is not None,
-        tools=int(info["tools"]),
+        tools=tools,
         skills=len(skills) if skills is not None else None,
         query_cache=engine.query_cache_stats(),
         result_cache=engine.result_cache_stats(),

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal, TypeVar
 
+import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.subscriptions import SubscriptionBus
@@ -28,7 +29,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from toolscout.api.auth import Access, KeyPolicy, bearer_token, check_access
 from toolscout.api.errors import body_for, mcp_message
 from toolscout.engine import Engine
-from toolscout.errors import AccessDenied, StoreError, ToolscoutError
+from toolscout.errors import AccessDenied, EmptyIndex, QueryError, StoreError, ToolscoutError
 from toolscout.models import SearchRequest
 from toolscout.search.gate import CORES, SearchGate
 
@@ -71,6 +72,28 @@ class SkillResult(BaseModel):
     score: float | None = None
 
 
+Narrowed = tuple[tuple[str, ...] | None, tuple[str, ...] | None]
+
+
+def scope_filter(engine: Engine, scope: str) -> Narrowed:
+    """(servers, sources) that ``scope`` names: neither for ``all``, the source for a source
+    (``mcp:time``), the server for a server as search results show it (``time``).
+
+    Raises:
+        QueryError: an unknown scope; the message lists the valid ones.
+    """
+    if scope == "all":
+        return None, None
+    sources = {s for s in engine.store.counts_by("source") if s}
+    if scope in sources:
+        return None, (scope,)
+    servers = {s for s in engine.store.counts_by("server") if s}
+    if scope in servers:
+        return (scope,), None
+    valid = ", ".join(["all", *sorted(servers), *sorted(sources)])
+    raise QueryError("scope", f"unknown scope {scope!r}; valid: {valid}")
+
+
 def _call(fn: Callable[[], T]) -> T:
     """Run one engine call, turning toolscout errors into MCP tool errors the model can read.
 
@@ -98,13 +121,14 @@ def create_mcp_server(
     ``instructions`` and ``subscriptions`` (the bus list-changed events go to) are the hooks
     the gateway (``toolscout.gateway.server``) registers its tools through."""
     searches = gate if gate is not None else SearchGate(engine, CORES)
+    text = instructions or (
+        "Search for the tools you need with search_tools, then load the chosen tool's input "
+        "schema with get_tool_schema(id)."
+    )
+    if engine.store.count() == 0:
+        text += f" This server's {EmptyIndex.HINT}; searches answer with that error."
     server: MCPServer = MCPServer(
-        name,
-        instructions=instructions
-        or "Search for the tools you need with search_tools, then load the chosen "
-        "tool's input schema with get_tool_schema(id).",
-        log_level="WARNING",
-        subscriptions=subscriptions,
+        name, instructions=text, log_level="WARNING", subscriptions=subscriptions
     )
 
     @server.tool(annotations=READ_ONLY)
@@ -112,7 +136,11 @@ def create_mcp_server(
         query: Annotated[str, Field(description="What you want to do, in plain words.")],
         mode: Literal["bm25", "vector", "hybrid"] = "hybrid",
         scope: Annotated[
-            str, Field(description="'all', or a source/server name to search only there.")
+            str,
+            Field(
+                description="'all', or a server or source as results show them (category or "
+                "source) to search only there."
+            ),
         ] = "all",
         limit: Annotated[int, Field(ge=1, le=50)] = 5,
         strategy: Annotated[
@@ -123,18 +151,22 @@ def create_mcp_server(
         min_score: Annotated[float, Field(ge=0.0, le=1.0, description="Drop tools below.")] = 0.0,
     ) -> list[ToolResult]:
         """Search for the tools that fit what you want to do, best first."""
-        request = SearchRequest(
-            query,
-            item_type=item_type,
-            limit=limit,
-            tool_threshold=0.0,
-            strategy=strategy,
-            min_score=min_score,
-            mode=mode,
-            sources=None if scope == "all" else (scope,),
-        )
         try:
+            servers, sources = await anyio.to_thread.run_sync(scope_filter, engine, scope)
+            request = SearchRequest(
+                query,
+                item_type=item_type,
+                limit=limit,
+                tool_threshold=0.0,
+                strategy=strategy,
+                min_score=min_score,
+                mode=mode,
+                servers=servers,
+                sources=sources,
+            )
             result = await searches.find(request)
+            if not result.tools:
+                await anyio.to_thread.run_sync(engine.ensure_indexed)
         except ToolscoutError as exc:
             raise ToolError(mcp_message(exc)) from exc
         return [

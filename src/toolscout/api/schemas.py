@@ -332,7 +332,10 @@ class JobOut(BaseModel):
 class Health(BaseModel):
     """Liveness plus what the server serves."""
 
-    status: Literal["ok", "degraded"]
+    status: Literal["ok", "degraded", "empty"] = Field(
+        description="empty: the index holds no tools (see hint); searches answer nothing."
+    )
+    hint: str | None = None
     store: str
     store_reachable: bool
     model: str | None

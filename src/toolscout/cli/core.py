@@ -4,37 +4,39 @@ from __future__ import annotations
 
 import json
 import tempfile
+from enum import StrEnum
 from importlib import resources
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 from rich.table import Table
 
 from toolscout.api.schemas import SearchResponse
 from toolscout.cli import app, console, err_console
 from toolscout.cli.options import DbOption, JsonOption, open_engine
 from toolscout.cli.options import settings as _settings
+from toolscout.cli.progress import embedding_bar
 from toolscout.errors import IngestError
 from toolscout.eval.reports import report_payload, write_report
 from toolscout.eval.run import Report, evaluate, index_dataset
 from toolscout.ingest.jsonfile import CatalogFile, catalog_files
 from toolscout.ingest.sources import Loaded
 from toolscout.models import IndexReport, ItemType, SearchMode, Strategy
+from toolscout.search.hybrid import check_query
 
 BUILTIN = "starter_catalog.json"
 
 
+class EnrichMode(StrEnum):
+    NONE = "none"
+    OFFLINE = "offline"
+    LLM = "llm"
+
+
 def _progress() -> Progress:
-    return Progress(
-        TextColumn("[bold]embedding"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-    )
+    return embedding_bar()
 
 
 def _print_report(report: IndexReport, as_json: bool) -> None:
@@ -50,6 +52,8 @@ def _print_report(report: IndexReport, as_json: bool) -> None:
         console.print(f"  skipped {problem}", highlight=False, markup=False)
     if len(report.skipped) > 50:
         console.print(f"  ... and {len(report.skipped) - 50} more")
+    for problem in report.warnings[:50]:
+        console.print(f"  warning {problem}", highlight=False, markup=False)
 
 
 @app.command()
@@ -89,7 +93,7 @@ def index(
             except IngestError as exc:
                 err_console.print(f"[red]skipped file[/] {exc}", highlight=False)
         with _progress() as bar:
-            task = bar.add_task("embed", total=None)
+            task = bar.add_task("embedding", total=None)
             report = engine.index(
                 loads,
                 prune=prune,
@@ -116,8 +120,10 @@ def search(
     schemas: Annotated[bool, typer.Option("--schemas", help="Include input schemas.")] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Search the index (``--json`` prints the REST API's search response)."""
-    engine = open_engine(db)
+    """Search the index (``--json`` prints the REST API's search response; exits 10 with a hint
+    when the index is empty or missing)."""
+    check_query(query)  # a usage error comes first, whatever the index holds
+    engine = open_engine(db, must_exist=True)
     try:
         result = engine.search(
             query,
@@ -130,6 +136,8 @@ def search(
             sources=source,
             include_schemas=schemas,
         )
+        if not result.tools:
+            engine.ensure_indexed()
     finally:
         engine.close()
     if as_json:
@@ -142,6 +150,9 @@ def search(
     for hit in result.tools:
         table.add_row(f"{hit.score:.3f}", hit.tool.id, hit.tool.description[:120])
     console.print(table)
+    for hit in result.tools if schemas else ():
+        console.print(f"[bold]{hit.tool.id}[/] input schema:", highlight=False)
+        console.print_json(json.dumps(hit.tool.input_schema or {}))
 
 
 @app.command()
@@ -159,19 +170,32 @@ def info(db: DbOption = None, as_json: JsonOption = False) -> None:
         console.print(f"[bold]{key}[/]: {value}", highlight=False)
 
 
-def _print_eval(report: Report) -> None:
-    table = Table(title=f"{report.dataset} ({report.mode}, {report.queries} queries)")
-    cols = ["subset"] + [
-        f"{m}@{k}" for m in ("recall", "hit", "complete", "ndcg") for k in (1, 3, 5, 10)
-    ]
-    for c in cols:
-        table.add_column(c, justify="right")
+#: The eval table's columns by default: readable in 80 columns (``--all`` shows every metric).
+EVAL_COLUMNS = ("recall@1", "recall@5", "hit@3", "complete@5", "ndcg@10")
+ALL_EVAL_COLUMNS = tuple(
+    f"{m}@{k}" for m in ("recall", "hit", "complete", "ndcg") for k in (1, 3, 5, 10)
+)
+
+
+def _print_eval(report: Report, every_metric: bool) -> None:
+    title = f"{report.dataset} ({report.mode}, {report.queries} queries)"
     rows = [("ALL", report.overall), *report.groups.items()]
-    for name, metrics in rows:
-        table.add_row(name, *(f"{100 * metrics[c]:.1f}" for c in cols[1:]))
+    if every_metric:  # one row per metric, one column per subset: still fits a terminal
+        table = Table(title=title)
+        table.add_column("metric")
+        for name, _ in rows:
+            table.add_column(name, justify="right", overflow="fold")
+        for metric in ALL_EVAL_COLUMNS:
+            table.add_row(metric, *(f"{100 * m[metric]:.1f}" for _, m in rows))
+    else:
+        table = Table(title=title)
+        for c in ("subset", *EVAL_COLUMNS):
+            table.add_column(c, justify="right", overflow="fold")
+        for name, metrics in rows:
+            table.add_row(name, *(f"{100 * metrics[c]:.1f}" for c in EVAL_COLUMNS))
     console.print(table)
     lat = ", ".join(f"{k} {v:.1f} ms" for k, v in report.latency_ms.items())
-    console.print(f"search latency: {lat}")
+    console.print(f"search latency: {lat}", highlight=False)
 
 
 @app.command("eval")
@@ -191,25 +215,31 @@ def eval_(
         Path | None, typer.Option(help="Write each query's ranking (JSONL).")
     ] = None,
     enrich: Annotated[
-        str | None,
-        typer.Option(help="none, offline or llm: enrichment while indexing (default: setting)."),
+        EnrichMode | None,
+        typer.Option(help="Enrichment while indexing (default: the setting).", show_default=False),
     ] = None,
     report_dir: Annotated[
         Path | None,
         typer.Option(help="Folder for the report file (default: the reports_dir setting)."),
     ] = None,
     label: Annotated[str | None, typer.Option(help="A note stored in the report.")] = None,
+    every_metric: Annotated[
+        bool, typer.Option("--all", help="Show every metric at 1, 3, 5 and 10 (one row each).")
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Measure recall/hit/complete/nDCG@1,3,5,10 and latency on a dataset, and write a report
     file (JSON, read by the web console)."""
-    s = _settings(db, enrich=enrich)
+    s = _settings(db, enrich=enrich.value if enrich else None)
     with tempfile.TemporaryDirectory(prefix="toolscout-eval-") as tmp:
-        engine = open_engine(db if (db or reuse) else str(Path(tmp) / "eval.db"), enrich=enrich)
+        engine = open_engine(
+            db if (db or reuse) else str(Path(tmp) / "eval.db"),
+            enrich=enrich.value if enrich else None,
+        )
         try:
             if not reuse:
                 with _progress() as bar:
-                    task = bar.add_task("embed", total=None)
+                    task = bar.add_task("embedding", total=None)
                     index_dataset(
                         engine,
                         set_dir,
@@ -226,5 +256,5 @@ def eval_(
     if as_json:
         console.print_json(json.dumps({**report.to_dict(), "report_file": str(path)}))
     else:
-        _print_eval(report)
+        _print_eval(report, every_metric)
         console.print(f"report: {path}", highlight=False)

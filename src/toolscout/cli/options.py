@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from toolscout.config import Settings, load_settings
 from toolscout.engine import Engine
+from toolscout.errors import EmptyIndex
+from toolscout.store.base import normalise_url
+
+SQLITE = "sqlite:///"
 
 DbOption = Annotated[
     str | None,
@@ -26,6 +31,17 @@ def settings(db: str | None, **overrides: Any) -> Settings:
     return load_settings(db=db, **overrides)
 
 
-def open_engine(db: str | None, **overrides: Any) -> Engine:
-    """Raises: ConfigError, StoreError, EmbedError."""
-    return Engine.open(settings(db, **overrides))
+def open_engine(db: str | None, *, must_exist: bool = False, **overrides: Any) -> Engine:
+    """The engine over ``db``; with ``must_exist``, a SQLite file that is not there is an
+    error rather than a new empty index (a search there could only ever answer nothing).
+
+    Raises:
+        EmptyIndex: ``must_exist`` and the SQLite file does not exist.
+        ConfigError, StoreError, EmbedError.
+    """
+    s = settings(db, **overrides)
+    if must_exist:
+        url = normalise_url(s.db)
+        if url.startswith(SQLITE) and not Path(url.removeprefix(SQLITE)).exists():
+            raise EmptyIndex(url.removeprefix(SQLITE))
+    return Engine.open(s)

@@ -170,7 +170,7 @@ def mcp(
     limit_blas_threads()
     s = settings(db)
     servers = gateway_servers(s, mcp_config, gateway)
-    engine = open_engine(db)
+    engine = open_engine(db, must_exist=True)
     try:
         name = "pytools" if freeact else "toolscout"
         bind = host or s.host

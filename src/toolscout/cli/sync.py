@@ -12,9 +12,18 @@ from rich.table import Table
 
 from toolscout.cli import app, console, err_console
 from toolscout.cli.options import DbOption, JsonOption, open_engine, settings
+from toolscout.cli.progress import SyncProgress
 from toolscout.errors import IngestError
 from toolscout.ingest.mcpconfig import DEFAULT_TIMEOUT
-from toolscout.ingest.sync import SourceSet, SourceSummary, SyncReport, resolve_sources, sync
+from toolscout.ingest.sync import (
+    SourceSet,
+    SourceSummary,
+    SyncReport,
+    prune_unlisted,
+    remove_sources,
+    resolve_sources,
+    sync,
+)
 from toolscout.ingest.watch import DEFAULT_DEBOUNCE_MS, DEFAULT_RELIST_INTERVAL, Watcher
 
 McpConfigOption = Annotated[
@@ -85,6 +94,8 @@ def _print_sync(report: SyncReport, as_json: bool) -> None:
             console.print(f"  failed {s.source}: {s.error}", highlight=False, markup=False)
         for problem in s.problems[:20]:
             console.print(f"  skipped {problem}", highlight=False, markup=False)
+        for problem in s.warnings[:20]:
+            console.print(f"  warning {problem}", highlight=False, markup=False)
     for problem in report.problems:
         console.print(f"  config {problem}", highlight=False, markup=False)
 
@@ -96,20 +107,65 @@ def sync_(
     tools_dir: ToolsDirOption = None,
     db: DbOption = None,
     timeout: TimeoutOption = DEFAULT_TIMEOUT,
+    prune: Annotated[
+        bool,
+        typer.Option(
+            help="Also delete the tools of indexed sources this run does not name (a server "
+            "removed from its configuration, a catalog no longer given); the built-in "
+            "catalog stays."
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Sync MCP servers, tool folders and catalogs into the index (one pass; only changed items
-    are embedded). Exits 5 when a source could not be listed; its tools are kept."""
+    """Sync MCP servers, tool folders and catalogs into the index.
+
+    One pass; only changed items are embedded. Exits 5 when a source could not be listed;
+    its tools are kept.
+    """
     found = _sources(db, mcp_config, tool_dir_list(tools_dir), catalogs, timeout)
     engine = open_engine(db)
     try:
-        report = sync(engine, found.all_sources())
+        with SyncProgress(len(found.servers)) as shown:
+            report = sync(
+                engine,
+                found.all_sources(),
+                progress=shown.embedded,
+                on_listed=shown.listed,
+                on_source=shown.source,
+            )
         report.problems.extend(found.problems)
+        if prune:
+            prune_unlisted(engine, report)
     finally:
         engine.close()
     _print_sync(report, as_json)
     if not report.ok:
         raise typer.Exit(5)
+
+
+@app.command()
+def remove(
+    names: Annotated[
+        list[str],
+        typer.Argument(
+            help="Sources or servers, as `toolscout info` and search results show them: an MCP "
+            "server name, a catalog file or a tool folder."
+        ),
+    ],
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Delete every tool of the named sources or servers from the index."""
+    engine = open_engine(db)
+    try:
+        removed = remove_sources(engine, names)
+    finally:
+        engine.close()
+    if as_json:
+        console.print_json(json.dumps({"removed": removed}))
+        return
+    for name, count in removed.items():
+        console.print(f"removed {count} tools of {name}", highlight=False, markup=False)
 
 
 def tool_dir_list(dirs: list[Path] | None) -> list[Path]:
@@ -142,6 +198,14 @@ def watch(
     found = _sources(db, mcp_config, tool_dir_list(tools_dir), catalogs, timeout)
     for problem in found.problems:
         err_console.print(f"config {problem}", highlight=False, markup=False)
+    watched = [str(p) for p in (*found.catalogs, *found.tool_dirs)]
+    watched += [f"mcp:{spec.name}" for spec in found.servers]
+    err_console.print(
+        f"watching {len(watched)} sources ({', '.join(watched)}); syncing now. Ctrl-C stops.",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
     engine = open_engine(db)
 
     def show(summary: SourceSummary) -> None:

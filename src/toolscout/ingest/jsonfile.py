@@ -62,10 +62,20 @@ def _entries(doc: Any, where: str) -> Iterator[tuple[str, Any, ItemType, str | N
 class CatalogFile:
     """A JSON/JSONL catalog file as a :class:`~toolscout.ingest.sources.Source`."""
 
-    def __init__(self, path: str | Path, *, server: str | None = None, source: str | None = None):
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        server: str | None = None,
+        source: str | None = None,
+        namespace: str | None = None,
+    ):
         self.path = Path(path)
         self.server = server
-        self._name = source or str(self.path)
+        # The absolute path: `index ./x.json` and `index /abs/x.json` are one source.
+        self._name = source or str(self.path.expanduser().resolve())
+        #: Prefix of ids of entries with neither id nor server (default: the file's stem).
+        self.namespace = namespace or self.path.stem
 
     @property
     def name(self) -> str:
@@ -116,6 +126,7 @@ class CatalogFile:
                         default_type=item_type,
                         server=self.server or server,
                         source=self.name,
+                        namespace=self.namespace,
                     )
                 except EntryError as exc:
                     loaded.problems.append(Problem(location, exc.field, str(exc)))

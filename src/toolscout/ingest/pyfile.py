@@ -1,4 +1,4 @@
-"""Python tool directories in freeact's layout, read with :mod:`ast` only (never imported).
+"""Python tool directories in freeact's layout, read statically with griffe (never imported).
 
 Layout::
 
@@ -7,8 +7,9 @@ Layout::
 
 ``root`` may also be the ``mcptools`` / ``gentools`` folder itself, or any folder laid out as
 ``<category>/<tool>.py`` (its own name is then the kind). Each tool's description is the full
-docstring of ``run()``; its input schema comes from ``run()``'s parameters, or from the fields of
-the class its single parameter is annotated with (freeact's generated ``Params`` models).
+docstring of ``run()`` (``run_parsed()`` when a file has both, as freeact does); its input schema is
+the JSON Schema of the ``Params`` model its single parameter is annotated with (freeact's generated
+tools), or of ``run()``'s own parameters, built by :mod:`toolscout.ingest.pyschema`.
 Id: ``<kind>:<category>:<tool>``.
 
 Files and folders starting with ``_`` are private and skipped silently. A tool file without
@@ -21,9 +22,11 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+
+import griffe
 
 from toolscout.errors import IngestError
+from toolscout.ingest.pyschema import SchemaError, input_schema
 from toolscout.ingest.sources import Loaded
 from toolscout.models import JSON, Problem, Tool
 
@@ -32,18 +35,7 @@ MAX_FILE_BYTES = 1024 * 1024
 PACKAGE_ENTRY_FILES = ("api.py", "__init__.py")
 SOURCE_PREFIX = "tools:"
 
-_SIMPLE_TYPES = {
-    "str": "string",
-    "int": "integer",
-    "float": "number",
-    "bool": "boolean",
-    "list": "array",
-    "dict": "object",
-    "List": "array",
-    "Dict": "object",
-    "Sequence": "array",
-    "Mapping": "object",
-}
+ENTRY_FUNCTIONS = ("run_parsed", "run")  # freeact prefers run_parsed when both exist
 
 
 class _Skip(ValueError):
@@ -52,82 +44,15 @@ class _Skip(ValueError):
         self.field = field
 
 
-def _json_type(annotation: ast.expr | None) -> str | None:
-    if annotation is None:
-        return None
-    node = annotation
-    if isinstance(node, ast.Subscript):  # list[str], Optional[int]
-        node = node.value
-    if isinstance(node, ast.Attribute):
-        node = ast.Name(id=node.attr)
-    if isinstance(node, ast.Name):
-        return _SIMPLE_TYPES.get(node.id)
-    return None
-
-
-def _field_description(value: ast.expr | None) -> str | None:
-    """``Field(description="...")`` on a model attribute, or None."""
-    if not isinstance(value, ast.Call):
-        return None
-    for kw in value.keywords:
-        if (
-            kw.arg == "description"
-            and isinstance(kw.value, ast.Constant)
-            and isinstance(kw.value.value, str)
-        ):
-            return kw.value.value
-    return None
-
-
-def _class_schema(cls: ast.ClassDef) -> JSON:
-    props: dict[str, Any] = {}
-    required: list[str] = []
-    for stmt in cls.body:
-        if not isinstance(stmt, ast.AnnAssign) or not isinstance(stmt.target, ast.Name):
-            continue
-        name = stmt.target.id
-        if name.startswith("_") or name == "model_config":
-            continue
-        prop: dict[str, Any] = {}
-        json_type = _json_type(stmt.annotation)
-        if json_type:
-            prop["type"] = json_type
-        desc = _field_description(stmt.value)
-        if desc:
-            prop["description"] = desc
-        props[name] = prop
-        if stmt.value is None:
-            required.append(name)
-    return {"type": "object", "properties": props, "required": required}
-
-
-def _input_schema(run: ast.FunctionDef | ast.AsyncFunctionDef, module: ast.Module) -> JSON:
-    params = [a for a in run.args.posonlyargs + run.args.args + run.args.kwonlyargs]
-    params = [a for a in params if a.arg not in ("self", "cls")]
-    classes = {n.name: n for n in module.body if isinstance(n, ast.ClassDef)}
-    if len(params) == 1 and isinstance(params[0].annotation, ast.Name):
-        model = classes.get(params[0].annotation.id)
-        if model is not None:
-            return _class_schema(model)
-    props: dict[str, Any] = {}
-    for arg in params:
-        json_type = _json_type(arg.annotation)
-        props[arg.arg] = {"type": json_type} if json_type else {}
-    positional = run.args.posonlyargs + run.args.args
-    defaults_from = len(positional) - len(run.args.defaults)
-    required = [a.arg for i, a in enumerate(positional) if i < defaults_from and a in params]
-    required += [
-        a.arg for a, d in zip(run.args.kwonlyargs, run.args.kw_defaults, strict=True) if d is None
-    ]
-    return {"type": "object", "properties": props, "required": required}
-
-
-def parse_tool_file(path: Path) -> tuple[str, JSON]:
+def parse_tool_file(path: Path, tool_name: str | None = None) -> tuple[str, JSON]:
     """The ``run()`` docstring and input schema of one tool file, without importing it.
+
+    ``tool_name`` titles a schema built from ``run()``'s parameters (default: the file's stem).
 
     Raises:
         _Skip: naming why the file is not a usable tool (size, encoding, syntax, no run()).
     """
+    tool_name = tool_name or path.stem
     try:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
@@ -144,20 +69,36 @@ def parse_tool_file(path: Path) -> tuple[str, JSON]:
         raise _Skip("(syntax)", f"line {exc.lineno}: {exc.msg}") from exc
     except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
         raise _Skip("(file)", f"not parseable Python: {type(exc).__name__}") from exc
+    del module  # parsed above only to report syntax errors precisely
+    try:
+        visited = griffe.visit(_module_name(path), filepath=path, code=text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        raise _Skip("(file)", f"not parseable Python: {type(exc).__name__}") from exc
     run = next(
         (
-            n
-            for n in module.body
-            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == "run"
+            member
+            for name in ENTRY_FUNCTIONS
+            if isinstance(member := visited.members.get(name), griffe.Function)
         ),
         None,
     )
     if run is None:
         raise _Skip("run", "no top-level run() function; a tool module must define one")
-    doc = ast.get_docstring(run, clean=True)
-    if not doc or not doc.strip():
-        raise _Skip("run.__doc__", "run() has no docstring; describe the tool there")
-    return doc.strip(), _input_schema(run, module)
+    doc = run.docstring.value.strip() if run.docstring else ""
+    if not doc:
+        raise _Skip(
+            f"{run.name}.__doc__", f"{run.name}() has no docstring; describe the tool there"
+        )
+    try:
+        schema = input_schema(visited, run, title=tool_name)
+    except SchemaError as exc:
+        raise _Skip("(schema)", str(exc)) from exc
+    return doc, schema
+
+
+def _module_name(path: Path) -> str:
+    stem = path.parent.name if path.stem in ("api", "__init__") else path.stem
+    return stem if stem.isidentifier() else "tool"
 
 
 def _visible(path: Path) -> bool:
@@ -220,7 +161,7 @@ class ToolDirectory:
         try:
             if file is None:
                 raise _Skip("(package)", f"no {' or '.join(PACKAGE_ENTRY_FILES)} with run()")
-            description, schema = parse_tool_file(file)
+            description, schema = parse_tool_file(file, tool_name)
         except _Skip as exc:
             loaded.problems.append(Problem(str(file or where), exc.field, str(exc)))
             return

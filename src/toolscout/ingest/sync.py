@@ -13,15 +13,16 @@ new state, and the next sync finds the remaining differences by hash.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from toolscout.errors import IngestError
+from toolscout.errors import IngestError, QueryError
 from toolscout.ingest.jsonfile import CatalogFile, catalog_files
+from toolscout.ingest.mcp import SOURCE_PREFIX as MCP_PREFIX
 from toolscout.ingest.mcp import McpSource
 from toolscout.ingest.mcpconfig import (
     DEFAULT_TIMEOUT,
@@ -29,16 +30,22 @@ from toolscout.ingest.mcpconfig import (
     read_mcp_config,
     servers_from_settings,
 )
+from toolscout.ingest.pyfile import SOURCE_PREFIX as TOOLS_PREFIX
 from toolscout.ingest.pyfile import ToolDirectory
 from toolscout.ingest.sources import Loaded, Source
 from toolscout.ingest.synclog import record_sync
-from toolscout.models import JSON, Problem
+from toolscout.models import JSON, Filters, Problem
 
 if TYPE_CHECKING:
     from toolscout.config import Settings
     from toolscout.engine import Engine, Progress
 
 log = logging.getLogger("toolscout.ingest.sync")
+
+#: Called with a server's name and its listing (or the error) as soon as it has answered.
+OnListed = Callable[[str, "Loaded | IngestError"], None]
+#: Sources ``sync --prune`` never removes: the built-in starter catalog.
+PRUNE_KEEPS = frozenset({"builtin"})
 
 
 @dataclass
@@ -53,6 +60,7 @@ class SourceSummary:
     embedded: int = 0
     problems: list[Problem] = field(default_factory=list)
     error: str | None = None
+    warnings: list[Problem] = field(default_factory=list)
 
     @property
     def failed(self) -> int:
@@ -70,6 +78,7 @@ class SourceSummary:
             "embedded": self.embedded,
             "error": self.error,
             "problems": [str(p) for p in self.problems],
+            "warnings": [str(p) for p in self.warnings],
         }
 
 
@@ -115,6 +124,7 @@ def apply_listing(
         unchanged=report.unchanged,
         embedded=report.embedded,
         problems=list(report.skipped),
+        warnings=list(report.warnings),
     )
 
 
@@ -134,7 +144,9 @@ def sync_source(
     return apply_listing(engine, loaded, progress=progress)
 
 
-def list_servers(servers: Sequence[McpSource]) -> list[Loaded | IngestError]:
+def list_servers(
+    servers: Sequence[McpSource], *, on_listed: OnListed | None = None
+) -> list[Loaded | IngestError]:
     """List every MCP server at once (each within its own timeout), in the order given.
 
     Servers start slowly (``npx``/``uvx`` launches take seconds), so a config with ten of them
@@ -150,6 +162,8 @@ def list_servers(servers: Sequence[McpSource]) -> list[Loaded | IngestError]:
             results[i] = await servers[i].read_async()
         except IngestError as exc:
             results[i] = exc
+        if on_listed is not None:
+            on_listed(servers[i].name, results[i])
 
     async def everyone() -> None:
         async with anyio.create_task_group() as tg:
@@ -162,19 +176,27 @@ def list_servers(servers: Sequence[McpSource]) -> list[Loaded | IngestError]:
 
 
 def sync(
-    engine: Engine, sources: Iterable[Source], *, progress: Progress | None = None
+    engine: Engine,
+    sources: Iterable[Source],
+    *,
+    progress: Progress | None = None,
+    on_listed: OnListed | None = None,
+    on_source: Callable[[str], None] | None = None,
 ) -> SyncReport:
-    """Sync each source (see the module docstring). MCP servers are listed concurrently first;
-    index writes then happen one source at a time, in the order given.
+    """Sync each source (see the module docstring). MCP servers are listed concurrently first
+    (``on_listed`` hears of each as it answers or fails); index writes then happen one source
+    at a time, in the order given (``on_source`` hears each name before its write).
 
     Raises:
         StoreError, EmbedError: from the engine; sources synced before stay synced.
     """
     ordered = list(sources)
     servers = [s for s in ordered if isinstance(s, McpSource)]
-    listed = dict(zip(map(id, servers), list_servers(servers), strict=True))
+    listed = dict(zip(map(id, servers), list_servers(servers, on_listed=on_listed), strict=True))
     report = SyncReport()
     for source in ordered:
+        if on_source is not None:
+            on_source(source.name)
         result = listed.get(id(source))
         if isinstance(result, IngestError):
             log.info("sync: %s kept as it was: %s", source.name, result)
@@ -260,3 +282,49 @@ def resolve_sources(
         servers=tuple(seen.values()),
         problems=tuple(problems),
     )
+
+
+def prune_unlisted(engine: Engine, report: SyncReport) -> list[SourceSummary]:
+    """Delete the tools of every indexed source this sync did not cover (a server removed from
+    its configuration, a catalog no longer named), except :data:`PRUNE_KEEPS`. A source whose
+    listing failed was covered: it keeps its tools.
+
+    Raises:
+        StoreError: from the engine.
+    """
+    covered = {s.source for s in report.sources} | PRUNE_KEEPS
+    pruned: list[SourceSummary] = []
+    for source in sorted(s for s in engine.store.counts_by("source") if s and s not in covered):
+        ids = sorted(engine.store.hashes(Filters(sources=(source,))))
+        pruned.append(SourceSummary(source=source, deleted=engine.delete(ids)))
+    report.sources.extend(pruned)
+    return pruned
+
+
+def remove_sources(engine: Engine, names: Sequence[str]) -> dict[str, int]:
+    """Delete every tool of each named source or server; ``{name: tools deleted}``.
+
+    A name may be a source as ``toolscout info`` lists it, an MCP server's name (as search
+    results show it), a catalog file or a tool folder (relative paths are resolved).
+
+    Raises:
+        QueryError: a name matches no indexed source or server (the message lists them).
+        StoreError: from the engine.
+    """
+    sources = {s for s in engine.store.counts_by("source") if s}
+    servers = {s for s in engine.store.counts_by("server") if s}
+    found: dict[str, Filters] = {}
+    for name in names:
+        path = str(Path(name).expanduser().resolve())
+        candidates = (name, MCP_PREFIX + name, path, TOOLS_PREFIX + path)
+        source = next((c for c in candidates if c in sources), None)
+        if source is not None:
+            found[name] = Filters(sources=(source,))
+        elif name in servers:
+            found[name] = Filters(servers=(name,))
+        else:
+            known = ", ".join(sorted(sources | servers)) or "none (the index is empty)"
+            raise QueryError("source", f"nothing indexed from {name!r}; indexed: {known}")
+    return {
+        name: engine.delete(sorted(engine.store.hashes(filters))) for name, filters in found.items()
+    }
