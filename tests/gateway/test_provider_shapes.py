@@ -126,3 +126,60 @@ def test_the_documented_sdk_examples_produce_valid_sdk_shapes(
     assert scope["tool_id"] == "time::get_current_time"
     TypeAdapter(list[ChatCompletionFunctionToolParam]).validate_python(scope["chat_tools"])
     TypeAdapter(list[NamespaceToolParam]).validate_python(scope["responses_tools"])
+
+
+def test_rest_format_answers_with_sdk_valid_tool_definitions(
+    gw_engine: Engine, gateway_settings: Any
+) -> None:
+    from fastapi.testclient import TestClient
+
+    from toolscout.api.http import create_app
+
+    with TestClient(create_app(gw_engine, gateway_settings), client=("127.0.0.1", 5000)) as c:
+        params = {"query": "what time is it in Tokyo", "limit": 3}
+        plain = c.get("/api/v1/search", params=params).json()
+        anthropic = c.get("/api/v1/search", params=params | {"format": "anthropic"}).json()
+        chat = c.post("/api/v1/search?format=openai", json=params | {"strategy": "direct"})
+        grouped = c.get(
+            "/api/v1/search",
+            params=params | {"format": "openai-responses", "group_by": "server"},
+        ).json()
+        wrong = c.get("/api/v1/search", params=params | {"format": "gemini"})
+    assert anthropic["format"] == "anthropic"
+    TypeAdapter(list[ToolParam]).validate_python(anthropic["tools"])
+    TypeAdapter(list[ToolReferenceBlockParam]).validate_python(anthropic["tool_references"])
+    first = anthropic["tools"][0]["name"]
+    assert anthropic["names"][first] == plain["tools"][0]["id"]
+    assert chat.status_code == 200
+    TypeAdapter(list[ChatCompletionFunctionToolParam]).validate_python(chat.json()["tools"])
+    spaces = TypeAdapter(list[NamespaceToolParam]).validate_python(grouped["tools"])
+    assert {s["name"] for s in spaces} <= {
+        provider_name(t["id"].split("::")[0]) for t in plain["tools"]
+    }
+    assert wrong.status_code == 422
+    assert "format" in wrong.text and "anthropic" in wrong.text
+
+
+def test_cli_format_prints_sdk_valid_tool_definitions(
+    gateway_settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from toolscout.cli import _register, app
+
+    _register()
+    monkeypatch.setenv("TOOLSCOUT_CACHE_DIR", gateway_settings.cache_dir)
+    base = ["search", "list my git branches", "--db", gateway_settings.db, "--limit", "3"]
+    runner = CliRunner()
+    anthropic = runner.invoke(app, [*base, "--format", "anthropic"])
+    assert anthropic.exit_code == 0, anthropic.output
+    shaped = json.loads(anthropic.stdout)
+    TypeAdapter(list[ToolParam]).validate_python(shaped["tools"])
+    assert all(tool_id_from_name(n) == i for n, i in shaped["names"].items() if len(n) < 64)
+    responses = runner.invoke(app, [*base, "--format", "openai-responses", "--group-by", "server"])
+    assert responses.exit_code == 0, responses.output
+    TypeAdapter(list[NamespaceToolParam]).validate_python(json.loads(responses.stdout)["tools"])
+    wrong = runner.invoke(app, [*base, "--format", "gemini"])
+    assert wrong.exit_code == 2 and "anthropic" in wrong.output

@@ -30,6 +30,7 @@ from toolscout.api.metrics import Metrics, MetricsMiddleware
 from toolscout.api.schemas import (
     ErrorBody,
     Health,
+    ProviderTools,
     SearchRequest,
     SearchResponse,
     SkillOut,
@@ -40,7 +41,8 @@ from toolscout.api.schemas import (
 from toolscout.config import Settings, load_settings
 from toolscout.engine import Engine
 from toolscout.errors import EmptyIndex, StoreError, ToolscoutError
-from toolscout.models import ItemType, SearchMode, Strategy
+from toolscout.gateway.formats import GroupBy, ProviderFormat, render
+from toolscout.models import ItemType, SearchMode, SearchResult, Strategy
 from toolscout.models import SearchRequest as CoreRequest
 from toolscout.search.gate import SearchGate, slots_for
 
@@ -147,19 +149,47 @@ def _gate(request: Request) -> SearchGate:
 
 
 GateDep = Annotated[SearchGate, Depends(_gate)]
+FormatParam = Annotated[
+    ProviderFormat | None,
+    Query(
+        alias="format",
+        description="Answer with one provider's tool definitions instead of the contract: "
+        "`anthropic` (defer_loading tools + tool_reference blocks), `openai` (Chat "
+        "Completions functions) or `openai-responses` (Responses tools).",
+    ),
+]
+GroupParam = Annotated[
+    GroupBy | None,
+    Query(description="`openai-responses`: group tools into namespaces by server or skill."),
+]
+
+
+def _answer(
+    result: SearchResult, fmt: ProviderFormat | None, group_by: GroupBy | None
+) -> SearchResponse | ProviderTools:
+    if fmt is None:
+        return SearchResponse.of(result)
+    return ProviderTools.model_validate(render(result, fmt, group_by=group_by))
 
 
 def _search_routes(app: FastAPI) -> None:
     @app.post(f"{API}/search", dependencies=[Read], tags=["search"], responses=SEARCH_ERRORS)
-    async def search(body: SearchRequest, gate: GateDep, request: Request) -> SearchResponse:
+    async def search(
+        body: SearchRequest,
+        gate: GateDep,
+        request: Request,
+        fmt: FormatParam = None,
+        group_by: GroupParam = None,
+    ) -> SearchResponse | ProviderTools:
         """The search contract: skills first, then tools inside them (``strategy``
-        hierarchical), every tool (direct), or both (hybrid)."""
+        hierarchical), every tool (direct), or both (hybrid). ``?format=`` answers with a
+        provider's tool definitions instead."""
         result = await gate.find(body.to_core())
         metrics: Metrics = request.app.state.metrics
         metrics.observe_stages(
             {k[:-8]: v for k, v in result.metadata.items() if k.endswith("_time_ms")}
         )
-        return SearchResponse.of(result)
+        return _answer(result, fmt, group_by)
 
     @app.get(f"{API}/search", dependencies=[Read], tags=["search"], responses=SEARCH_ERRORS)
     async def search_get(
@@ -173,7 +203,9 @@ def _search_routes(app: FastAPI) -> None:
         limit: Annotated[int, Query(ge=1, le=50)] = 5,
         min_score: Annotated[float, Query(ge=0.0, le=1.0)] = 0.0,
         include_schemas: bool = False,
-    ) -> SearchResponse:
+        fmt: FormatParam = None,
+        group_by: GroupParam = None,
+    ) -> SearchResponse | ProviderTools:
         """The same search as POST, from query parameters (``direct`` with no stage-2
         threshold by default, as ``toolscout search``)."""
         servers, sources = _split(server), _split(source)
@@ -189,7 +221,7 @@ def _search_routes(app: FastAPI) -> None:
             servers=tuple(servers) if servers else None,
             sources=tuple(sources) if sources else None,
         )
-        return SearchResponse.of(await gate.find(req))
+        return _answer(await gate.find(req), fmt, group_by)
 
     @app.get(f"{API}/search/skills", dependencies=[Read], tags=["search"], responses=SEARCH_ERRORS)
     async def search_skills(

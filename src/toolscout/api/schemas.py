@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from toolscout.gateway.formats import ProviderFormat
 from toolscout.models import (
     ClassifyReport,
     ItemType,
@@ -167,6 +168,18 @@ class SearchResponse(BaseModel):
             matched_skills=[SkillOut.of_match(m) for m in result.matched_skills],
             metadata=SearchMetadata.model_validate(result.metadata),
         )
+
+
+class ProviderTools(BaseModel):
+    """A search result as one provider's tool definitions (``?format=``): ``tools`` go to the
+    provider SDK as they are, ``tool_references`` are Anthropic ``tool_reference`` blocks, and
+    ``names`` maps each provider tool name back to its toolscout id."""
+
+    format: ProviderFormat
+    query: str
+    tools: list[dict[str, Any]]
+    tool_references: list[dict[str, Any]]
+    names: dict[str, str]
 
 
 class ErrorDetail(BaseModel):

@@ -21,12 +21,20 @@ from toolscout.cli.progress import embedding_bar
 from toolscout.errors import IngestError
 from toolscout.eval.reports import report_payload, write_report
 from toolscout.eval.run import Report, evaluate, index_dataset
+from toolscout.gateway.formats import GroupBy, ProviderFormat, render
 from toolscout.ingest.jsonfile import CatalogFile, catalog_files
 from toolscout.ingest.sources import Loaded
 from toolscout.models import IndexReport, ItemType, SearchMode, Strategy
 from toolscout.search.hybrid import check_query
 
 BUILTIN = "starter_catalog.json"
+
+
+class GroupChoice(StrEnum):
+    """How ``--format openai-responses`` groups tools into namespaces."""
+
+    SERVER = "server"
+    SKILL = "skill"
 
 
 class EnrichMode(StrEnum):
@@ -119,9 +127,21 @@ def search(
     item_type: Annotated[ItemType | None, typer.Option(help="tool, prompt or resource.")] = None,
     schemas: Annotated[bool, typer.Option("--schemas", help="Include input schemas.")] = False,
     as_json: JsonOption = False,
+    fmt: Annotated[
+        ProviderFormat | None,
+        typer.Option(
+            "--format",
+            help="Print the found tools as one provider's tool definitions (JSON).",
+        ),
+    ] = None,
+    group_by: Annotated[
+        GroupChoice | None,
+        typer.Option(help="With --format openai-responses: namespaces by server or skill."),
+    ] = None,
 ) -> None:
-    """Search the index (``--json`` prints the REST API's search response; exits 10 with a hint
-    when the index is empty or missing)."""
+    """Search the index (``--json`` prints the REST API's search response, ``--format`` the
+    tools as Anthropic or OpenAI definitions; exits 10 with a hint when the index is empty or
+    missing)."""
     check_query(query)  # a usage error comes first, whatever the index holds
     engine = open_engine(db, must_exist=True)
     try:
@@ -140,6 +160,12 @@ def search(
             engine.ensure_indexed()
     finally:
         engine.close()
+    if fmt is not None:
+        grouping: GroupBy | None = None
+        if group_by is not None:
+            grouping = "server" if group_by is GroupChoice.SERVER else "skill"
+        console.print_json(json.dumps(render(result, fmt, group_by=grouping)))
+        return
     if as_json:
         console.print_json(SearchResponse.of(result).model_dump_json())
         return

@@ -8,17 +8,19 @@
   ``namespace`` tools (by skill or server).
 
 Names come from :mod:`toolscout.gateway.names`; every shape returns the :class:`NameMap`
-that turns the name a model calls back into the toolscout id.
+that turns the name a model calls back into the toolscout id. :func:`render` is what the REST
+``?format=`` and the CLI ``--format`` answer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Literal
 
 from toolscout.gateway.names import NameMap
-from toolscout.models import Tool
+from toolscout.models import SearchResult, Tool
 
 JSON = dict[str, Any]
 EMPTY_SCHEMA: JSON = {"type": "object", "properties": {}}
@@ -136,3 +138,37 @@ def to_openai(
         for key, members in groups.items()
     ]
     return ProviderTools(tools=out, names=names)
+
+
+class ProviderFormat(StrEnum):
+    """The shapes a search result can be rendered in besides toolscout's own contract."""
+
+    ANTHROPIC = "anthropic"
+    OPENAI = "openai"
+    OPENAI_RESPONSES = "openai-responses"
+
+
+GroupBy = Literal["server", "skill"]
+
+
+def render(result: SearchResult, fmt: ProviderFormat, *, group_by: GroupBy | None = None) -> JSON:
+    """A search result as one provider's tool definitions, as JSON: ``tools`` to pass to the
+    SDK, ``tool_references`` (Anthropic: the blocks a custom tool search returns) and
+    ``names`` (``{provider name: toolscout id}``, to map a model's call back). ``group_by``
+    groups OpenAI Responses tools into namespaces (by default by skill when the search used
+    skills)."""
+    if fmt is ProviderFormat.ANTHROPIC:
+        shaped = result.to_anthropic()
+    elif fmt is ProviderFormat.OPENAI:
+        shaped = result.to_openai()
+    else:
+        by_server = group_by == "server"
+        by_skill = None if group_by is None else group_by == "skill"
+        shaped = result.to_openai(api="responses", by_server=by_server, by_skill=by_skill)
+    return {
+        "format": fmt.value,
+        "query": result.query,
+        "tools": shaped.tools,
+        "tool_references": shaped.references,
+        "names": shaped.names.as_dict(),
+    }
