@@ -182,3 +182,27 @@ def test_http_server_with_a_read_key_refuses_requests_without_it(
                     return hits
 
     assert anyio.run(main)
+
+
+def test_tools_list_leaves_out_titles_derived_from_names_but_keeps_written_ones() -> None:
+    from toolscout.api.mcp import _untitled
+
+    schema = {
+        "title": "search_toolsArguments",
+        "type": "object",
+        "properties": {
+            "item_type": {"title": "Item Type", "type": "string"},
+            "title": {"title": "Title", "type": "string"},
+            "mode": {"title": "How to search", "enum": ["a", "b"]},
+            "nested": {"anyOf": [{"title": "Point", "type": "object"}, {"type": "null"}]},
+        },
+    }
+    assert _untitled(schema) == {
+        "type": "object",
+        "properties": {
+            "item_type": {"type": "string"},
+            "title": {"type": "string"},
+            "mode": {"title": "How to search", "enum": ["a", "b"]},
+            "nested": {"anyOf": [{"title": "Point", "type": "object"}, {"type": "null"}]},
+        },
+    }

@@ -21,6 +21,7 @@ import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.subscriptions import SubscriptionBus
+from mcp.types import Tool as MCPTool
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 from starlette.routing import Route
@@ -70,6 +71,38 @@ class SkillResult(BaseModel):
     tool_count: int
     is_active: bool
     score: float | None = None
+
+
+def _derived(title: Any, derived: set[str], *, root: bool) -> bool:
+    return isinstance(title, str) and (title in derived or (root and title.endswith("Arguments")))
+
+
+def _untitled(schema: Any, key: str | None = None, *, root: bool = True) -> Any:
+    """``schema`` without the titles pydantic derives from names (``"Item Type"`` for
+    ``item_type``, ``"search_toolsArguments"`` for the root); a title someone wrote stays."""
+    if isinstance(schema, list):
+        return [_untitled(x, root=False) for x in schema]
+    if not isinstance(schema, dict):
+        return schema
+    derived = {key.replace("_", " ").title()} if key else set()
+    out: dict[str, Any] = {}
+    for k, v in schema.items():
+        if k == "title" and _derived(v, derived, root=root):
+            continue
+        if k in ("properties", "$defs") and isinstance(v, dict):
+            out[k] = {name: _untitled(sub, name, root=False) for name, sub in v.items()}
+        else:
+            out[k] = _untitled(v, root=False)
+    return out
+
+
+class CompactServer(MCPServer):
+    """The SDK's server, with tools lists that leave out derived titles: they repeat the
+    parameter names and cost about a tenth of the tokens a client loads at start-up."""
+
+    async def list_tools(self) -> list[MCPTool]:
+        tools = await super().list_tools()
+        return [t.model_copy(update={"input_schema": _untitled(t.input_schema)}) for t in tools]
 
 
 Narrowed = tuple[tuple[str, ...] | None, tuple[str, ...] | None]
@@ -127,7 +160,7 @@ def create_mcp_server(
     )
     if engine.store.count() == 0:
         text += f" This server's {EmptyIndex.HINT}; searches answer with that error."
-    server: MCPServer = MCPServer(
+    server: MCPServer = CompactServer(
         name, instructions=text, log_level="WARNING", subscriptions=subscriptions
     )
 
