@@ -255,7 +255,8 @@ class SearchRequest:
 
     ``limit`` tools at most, each scoring at least ``tool_threshold`` in its stage-2 search and
     at least ``min_score`` in the end; ``mode`` picks the retrieval legs of stage 2;
-    ``servers``/``sources``/``item_type`` restrict which tools can be returned; stage 1 keeps
+    ``servers``/``sources``/``tool_ids``/``item_type`` restrict which tools can be returned
+    (``tool_ids``: only these tools, e.g. one category of a tool folder); stage 1 keeps
     up to ``skill_limit`` skills scoring at least ``skill_threshold``. Validated by
     ``Engine.find`` (a :class:`~toolscout.errors.QueryError` names the bad field).
     """
@@ -272,6 +273,7 @@ class SearchRequest:
     mode: SearchMode | str = SearchMode.HYBRID
     servers: tuple[str, ...] | None = None
     sources: tuple[str, ...] | None = None
+    tool_ids: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -206,3 +206,27 @@ def test_tools_list_leaves_out_titles_derived_from_names_but_keeps_written_ones(
             "nested": {"anyOf": [{"title": "Point", "type": "object"}, {"type": "null"}]},
         },
     }
+
+
+def test_scope_also_names_a_tool_folder_category(engine: Engine, tmp_path: Path) -> None:
+    from toolscout.ingest.pyfile import ToolDirectory
+
+    for category, name, doc in [
+        ("mail", "send_mail", "Send an email message to a colleague"),
+        ("mail", "read_mail", "Read the newest email messages"),
+        ("chat", "post_message", "Post a message to a colleague in a chat channel"),
+    ]:
+        path = tmp_path / "tools" / "mcptools" / category / f"{name}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f'def run(text: str):\n    """{doc}"""\n', encoding="utf-8")
+    engine.index([ToolDirectory(tmp_path / "tools").read()])
+
+    async def main() -> tuple[list[Any], list[Any]]:
+        async with Client(create_mcp_server(engine)) as client:
+            everywhere = await _call(client, "search_tools", {"query": QUERY, "limit": 3})
+            chat = await _call(client, "search_tools", {"query": QUERY, "scope": "chat"})
+            return everywhere, chat
+
+    everywhere, chat = anyio.run(main)
+    assert {h["category"] for h in everywhere} == {"mail", "chat"}
+    assert [h["id"] for h in chat] == ["mcptools:chat:post_message"]

@@ -121,6 +121,11 @@ def test_hashes_list_and_counts_follow_filters(filled: Store) -> None:
     assert filled.counts_by("server") == {"files": 3, "git": 2, "web": 2}
     with pytest.raises(ValueError):
         filled.counts_by("description")
+    git = filled.ids_where("server", "git")
+    assert len(git) == 2 and git == sorted(git) and all(i.startswith("git::") for i in git)
+    assert filled.ids_where("server", "nowhere") == []
+    with pytest.raises(ValueError):
+        filled.ids_where("description", "x")
 
 
 def test_lexical_ranks_by_weighted_bm25_best_first(filled: Store) -> None:

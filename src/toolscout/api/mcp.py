@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal, TypeVar
 
 import anyio.to_thread
@@ -35,6 +36,8 @@ from toolscout.models import SearchRequest
 from toolscout.search.gate import CORES, SearchGate
 
 T = TypeVar("T")
+#: What a ``scope`` may name, in the order it is looked up.
+GROUPS = ("source", "server", "category")
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
 
 
@@ -105,25 +108,33 @@ class CompactServer(MCPServer):
         return [t.model_copy(update={"input_schema": _untitled(t.input_schema)}) for t in tools]
 
 
-Narrowed = tuple[tuple[str, ...] | None, tuple[str, ...] | None]
+@dataclass(frozen=True)
+class SearchScope:
+    """Where a ``scope`` restricts a search: servers, sources or tool ids (None: no limit)."""
+
+    servers: tuple[str, ...] | None = None
+    sources: tuple[str, ...] | None = None
+    tool_ids: tuple[str, ...] | None = None
 
 
-def scope_filter(engine: Engine, scope: str) -> Narrowed:
-    """(servers, sources) that ``scope`` names: neither for ``all``, the source for a source
-    (``mcp:time``), the server for a server as search results show it (``time``).
+def scope_filter(engine: Engine, scope: str) -> SearchScope:
+    """What ``scope`` names: nothing for ``all``; else a source (``mcp:time``), a server as
+    search results show it (``time``) or a tool folder's category (``github``), in that order.
 
     Raises:
         QueryError: an unknown scope; the message lists the valid ones.
     """
     if scope == "all":
-        return None, None
-    sources = {s for s in engine.store.counts_by("source") if s}
-    if scope in sources:
-        return None, (scope,)
-    servers = {s for s in engine.store.counts_by("server") if s}
-    if scope in servers:
-        return (scope,), None
-    valid = ", ".join(["all", *sorted(servers), *sorted(sources)])
+        return SearchScope()
+    store = engine.store
+    named = {c: {v for v in store.counts_by(c) if v and v != "None"} for c in GROUPS}
+    if scope in named["source"]:
+        return SearchScope(sources=(scope,))
+    if scope in named["server"]:
+        return SearchScope(servers=(scope,))
+    if scope in named["category"]:
+        return SearchScope(tool_ids=tuple(store.ids_where("category", scope)))
+    valid = ", ".join(["all", *sorted(set().union(*named.values()))])
     raise QueryError("scope", f"unknown scope {scope!r}; valid: {valid}")
 
 
@@ -185,7 +196,7 @@ def create_mcp_server(
     ) -> list[ToolResult]:
         """Search for the tools that fit what you want to do, best first."""
         try:
-            servers, sources = await anyio.to_thread.run_sync(scope_filter, engine, scope)
+            where = await anyio.to_thread.run_sync(scope_filter, engine, scope)
             request = SearchRequest(
                 query,
                 item_type=item_type,
@@ -194,8 +205,9 @@ def create_mcp_server(
                 strategy=strategy,
                 min_score=min_score,
                 mode=mode,
-                servers=servers,
-                sources=sources,
+                servers=where.servers,
+                sources=where.sources,
+                tool_ids=where.tool_ids,
             )
             result = await searches.find(request)
             if not result.tools:

@@ -386,6 +386,7 @@ def _filters(req: SearchRequest, skill_ids: Sequence[str] | None) -> Filters:
     return Filters(
         servers=req.servers,
         sources=req.sources,
+        tool_ids=req.tool_ids,
         skill_ids=tuple(skill_ids) if skill_ids is not None else None,
         item_types=(ItemType(req.item_type),) if req.item_type is not None else None,
     )

@@ -268,7 +268,12 @@ class Store(SkillStore, EnrichStore, Protocol):
     def count(self, filters: Filters | None = None) -> int: ...
 
     def counts_by(self, column: str) -> dict[str, int]:
-        """Tool counts grouped by ``server``, ``source`` or ``item_type``."""
+        """Tool counts grouped by ``server``, ``source``, ``item_type`` or ``category``."""
+        ...
+
+    def ids_where(self, column: str, value: str) -> list[str]:
+        """Ids of the tools whose ``server``, ``source``, ``item_type`` or ``category`` is
+        ``value``, in id order."""
         ...
 
     def lexical(

@@ -92,6 +92,10 @@ class SQLStore:
         """Raises: ValueError, StoreError."""
         return self.tool_rows.counts_by(column)
 
+    def ids_where(self, column: str, value: str) -> list[str]:
+        """Raises: ValueError, StoreError."""
+        return self.tool_rows.ids_where(column, value)
+
     # -- skills -----------------------------------------------------------------------------
     def insert_skill(self, skill: Skill) -> None:
         """Raises: SkillExists, StoreError."""

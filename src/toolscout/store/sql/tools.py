@@ -90,3 +90,10 @@ class ToolRows:
             raise ValueError(f"cannot group by {column!r}")
         rows = self.db.query(f"SELECT {column}, count(*) FROM tools GROUP BY {column}")
         return {str(r[0]): int(r[1]) for r in rows}
+
+    def ids_where(self, column: str, value: str) -> list[str]:
+        """Raises: ValueError for a column that cannot be grouped by; StoreError."""
+        if column not in GROUPABLE:
+            raise ValueError(f"cannot select by {column!r}")
+        sql = self.d.sql(f"SELECT id FROM tools WHERE {column} = ? ORDER BY id")
+        return [str(r[0]) for r in self.db.query(sql, [value])]
