@@ -46,7 +46,7 @@ def open_pair(url: str, workdir: Path, tag: str, embedder: CachedEmbedder) -> di
     identity = IndexIdentity(embedder.name, embedder.dim, ANALYZER_VERSION)
     vectors = f"qdrant+local://{workdir / ('qdrant-' + tag)}/tools"
     stores = {
-        "pgvector": PostgresStore(with_schema(url, f"pg_{tag}")),
+        "pgvector": PostgresStore(with_schema(url, f"pgv_{tag}")),
         "qdrant": PostgresStore(
             with_schema(url, f"qd_{tag}") + "&" + urlencode({"vectors": vectors})
         ),
