@@ -178,6 +178,34 @@ class Settings(BaseSettings):
     read_key: str | None = None
     host: str = "127.0.0.1"
     port: int = 8765
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host header names served besides loopback ones and a concrete bind "
+        "address (DNS-rebinding guard); '*' allows any",
+    )
+    max_body_bytes: int = Field(
+        default=1024 * 1024, ge=1024, description="largest request body accepted (413 above)"
+    )
+    search_queue: int = Field(
+        default=64,
+        ge=0,
+        description="searches that may wait for a slot per server process (503 + Retry-After "
+        "beyond)",
+    )
+    search_queue_timeout: float = Field(
+        default=5.0, gt=0, description="seconds a search may wait for a slot (503 after)"
+    )
+    header_timeout: float = Field(
+        default=10.0, gt=0, description="seconds a client has to send a request's headers"
+    )
+    keep_alive_timeout: float = Field(
+        default=5.0, gt=0, description="seconds an idle keep-alive connection stays open"
+    )
+    max_connections: int | None = Field(
+        default=2048,
+        ge=1,
+        description="open connections plus running requests per process (503 beyond)",
+    )
 
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     mcp_configs: list[str] = Field(default_factory=list)

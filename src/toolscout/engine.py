@@ -28,7 +28,7 @@ from toolscout.enrich.llm import LLM, open_llm
 from toolscout.enrich.pipeline import EnrichmentPipeline, Fields
 from toolscout.enrich.service import EnrichmentService
 from toolscout.errors import EmptyIndex, QueryError
-from toolscout.indexing import IndexWriter, Prepared, input_hash, prepare
+from toolscout.indexing import IndexWriter, Prepared, input_hash, keep_unreadable, prepare
 from toolscout.ingest.sources import Loaded
 from toolscout.ingest.synclog import Inventory, inventory
 from toolscout.models import (
@@ -184,16 +184,30 @@ class Engine:
     ) -> IndexReport:
         """Add new tools, update changed ones, skip unchanged ones (no embedding for those).
 
-        With ``prune``, tools of each loaded source that the source no longer lists are deleted.
+        With ``prune``, tools of each loaded source that the source no longer lists are deleted,
+        except when some of the source's entries could not be read (:func:`keep_unreadable`).
+        Concurrent runs on one index take turns (``Store.writer_lock``), so each reports only
+        what it changed.
+
         Raises:
             StoreError, EmbedError. Nothing already indexed is lost on error: each chunk of
-            writes is one transaction.
+            writes is one transaction, and the next run finishes what a killed one started.
         """
+        loads = list(loads)
+        with self.store.writer_lock():
+            return self._index(loads, prune, progress)
+
+    def _index(
+        self, loads: Sequence[Loaded], prune: bool, progress: Progress | None
+    ) -> IndexReport:
         report = IndexReport()
         tools: dict[str, Tool] = {}
         sources: set[str] = set()
+        damaged: set[str] = set()  # sources with entries that could not be read
         for loaded in loads:
             sources.add(loaded.source)
+            if any(not p.deliberate for p in loaded.problems):
+                damaged.add(loaded.source)
             report.skipped.extend(loaded.problems)
             for tool in loaded.tools:
                 if tool.id in tools:
@@ -207,6 +221,7 @@ class Engine:
             set(self.store.hashes(Filters(sources=tuple(sorted(sources))))) if sources else set()
         )
         dropped = owned - set(tools) if prune else set()
+        dropped = keep_unreadable(self.store, dropped, damaged, report)
         for tool_id in sorted(set(tools).intersection(existing) - owned):
             report.warnings.append(
                 Problem(
@@ -243,9 +258,10 @@ class Engine:
 
     def delete(self, ids: Sequence[str]) -> int:
         """Raises: StoreError."""
-        lost = self.skill_service.skills_of(ids)
-        removed = self.store.delete(ids)
-        self.skill_service.after_index([], lost)
+        with self.store.writer_lock():
+            lost = self.skill_service.skills_of(ids)
+            removed = self.store.delete(ids)
+            self.skill_service.after_index([], lost)
         return removed
 
     # -- search -----------------------------------------------------------------------------

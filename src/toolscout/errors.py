@@ -14,6 +14,7 @@ catch one class. Each edge (CLI, HTTP, MCP) maps these classes to its own codes 
     ├── EmbedError           the embedding model failed or could not be loaded
     ├── EnrichError          an LLM answer was missing, malformed or invalid
     ├── AccessDenied         a served request without the API key its operation needs
+    ├── Overloaded           a served request refused because the server is at capacity
     ├── GatewayError         a call the gateway could not forward
     │   ├── CallDenied       the policy refuses the tool (deny list, destructive, read-only)
     │   ├── InvalidArguments arguments that do not match the tool's input schema (names the field)
@@ -82,6 +83,14 @@ class AccessDenied(ToolscoutError):
     def __init__(self, message: str, *, status: int = 401) -> None:
         super().__init__(message)
         self.status = status
+
+
+class Overloaded(ToolscoutError):
+    """The server is at capacity; ``retry_after`` says in how many seconds to try again."""
+
+    def __init__(self, message: str, *, retry_after: int = 1) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class IngestError(ToolscoutError):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolscout.embed.base import Embedder
-from toolscout.models import IndexReport, Tool
+from toolscout.models import Filters, IndexReport, Problem, Tool
 from toolscout.search.document import DOCUMENT_VERSION, embed_text, lexical_fields
 from toolscout.search.text import ANALYZER_VERSION
 from toolscout.store.base import IndexEntry, Store
@@ -64,6 +64,36 @@ def prepare(tool: Tool, enrichment: dict[str, str] | None = None) -> Prepared:
     fields = lexical_fields(tool, enrichment)
     text = embed_text(tool, enrichment)
     return Prepared(tool, fields, text, input_hash(tool, enrichment))
+
+
+def keep_unreadable(
+    store: Store, dropped: set[str], damaged: set[str], report: IndexReport
+) -> set[str]:
+    """Of the tools a prune would delete, keep those of sources with unreadable entries.
+
+    An entry that cannot be read (a typo, a line half-written when it was read) may be one of
+    the tools the listing seems to have dropped; deleting it would lose indexed data for a
+    mistake the next save fixes. Those tools keep their indexed version and are reported.
+
+    Raises: StoreError.
+    """
+    if not dropped or not damaged:
+        return dropped
+    kept: set[str] = set()
+    for source in sorted(damaged):
+        mine = sorted(store.hashes(Filters(sources=(source,))).keys() & dropped)
+        if mine:
+            kept.update(mine)
+            report.skipped.append(
+                Problem(
+                    source,
+                    "(prune)",
+                    f"kept {len(mine)} indexed tool(s) this source no longer lists, because "
+                    f"some of its entries could not be read (e.g. {mine[0]!r}); fix those "
+                    "entries and index or sync again",
+                )
+            )
+    return dropped - kept
 
 
 class IndexWriter:

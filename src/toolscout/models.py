@@ -154,6 +154,9 @@ class Problem:
     location: str
     field: str
     message: str
+    #: Skipped on purpose (a provider-run tool with nothing to search), not unreadable: a
+    #: prune still deletes what its source no longer lists.
+    deliberate: bool = False
 
     def __str__(self) -> str:
         return f"{self.location}: {self.field}: {self.message}"

@@ -49,7 +49,10 @@ def served_db(indexed_db: Path, tmp_path: Path) -> Path:
 
 @pytest.fixture
 def api_settings(served_db: Path, vector_cache: Path) -> Settings:
-    return Settings(db=str(served_db), cache_dir=str(vector_cache), api_key=ADMIN)
+    # TestClient sends "Host: testserver"; a real client sends a loopback name.
+    return Settings(
+        db=str(served_db), cache_dir=str(vector_cache), api_key=ADMIN, allowed_hosts=["testserver"]
+    )
 
 
 @pytest.fixture

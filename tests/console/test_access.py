@@ -31,7 +31,13 @@ def app_engine(console_index: Path, tmp_path: Path, vector_cache: Path) -> Itera
 
 def _client(engine: Engine, tmp_path: Path, client: tuple[str, int], **keys: str) -> TestClient:
     settings = Settings(db=engine.store.url, reports_dir=str(tmp_path / "reports"), **keys)  # type: ignore[arg-type]
-    return TestClient(create_app(engine, settings), client=client, follow_redirects=False)
+    # A browser on this machine names a loopback host (the Host allow-list refuses others).
+    return TestClient(
+        create_app(engine, settings),
+        client=client,
+        base_url="http://127.0.0.1",
+        follow_redirects=False,
+    )
 
 
 def test_pages_open_on_loopback_and_closed_to_remote_clients(

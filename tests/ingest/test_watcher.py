@@ -112,8 +112,10 @@ def test_a_broken_save_is_reported_and_the_fixed_save_is_indexed(
     path.write_text("def run(:\n", encoding="utf-8")  # half-typed edit
     broken = run.wait_for(lambda s: bool(s.problems))
     assert broken.problems[0].field == "(syntax)"
+    assert broken.deleted == 0  # the indexed version is kept while the file is broken
+    assert engine.get_tool("mcptools:notes:convert").description == "Convert units"
     tool_file(root, "convert", "Convert between metric and imperial units")
-    run.wait_for(lambda s: s.added == 1 and not s.problems)
+    run.wait_for(lambda s: s.updated == 1 and not s.problems)
     assert "imperial" in engine.get_tool("mcptools:notes:convert").description
 
 

@@ -22,14 +22,22 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from threadpoolctl import threadpool_limits
 
-from toolscout.api.auth import Access, KeyPolicy, bearer_token, check_access
+from toolscout.api.auth import Access, KeyPolicy, bearer_token, check_access, is_loopback
 from toolscout.api.errors import body_for, error_body, validation_body
+from toolscout.api.guard import (
+    Guard,
+    GuardConfig,
+    HeaderDeadlineH11,
+    allowed_host_names,
+    api_body_access,
+)
 from toolscout.api.jobs import JobRunner
 from toolscout.api.mcp import McpMount, create_mcp_server
 from toolscout.api.metrics import Metrics, MetricsMiddleware
 from toolscout.api.schemas import (
     ErrorBody,
     Health,
+    HealthStatus,
     ProviderTools,
     SearchRequest,
     SearchResponse,
@@ -40,11 +48,11 @@ from toolscout.api.schemas import (
 )
 from toolscout.config import Settings, load_settings
 from toolscout.engine import Engine
-from toolscout.errors import EmptyIndex, StoreError, ToolscoutError
+from toolscout.errors import AccessDenied, EmptyIndex, Overloaded, StoreError, ToolscoutError
 from toolscout.gateway.formats import GroupBy, ProviderFormat, render
 from toolscout.models import ItemType, SearchMode, SearchResult, Strategy
 from toolscout.models import SearchRequest as CoreRequest
-from toolscout.search.gate import SearchGate, slots_for
+from toolscout.search.gate import SearchGate
 
 log = logging.getLogger("toolscout.api")
 
@@ -65,6 +73,7 @@ _ERRORS: dict[int, str] = {
     404: "No such tool, skill, suggestion, server or job (`*_not_found`).",
     409: "A skill with that id exists (`skill_exists`).",
     422: "A parameter is invalid; `field` names it (`invalid_parameter`).",
+    503: "Too many searches in flight (`overloaded`): retry after `Retry-After` seconds.",
 }
 
 
@@ -75,7 +84,7 @@ def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
 
 #: Every route behind the key policy with parameters; searches add 400 (empty query).
 GUARDED = errors(401, 403, 422)
-SEARCH_ERRORS = errors(400, 401, 403, 422)
+SEARCH_ERRORS = errors(400, 401, 403, 422, 503)
 LOOKUP_ERRORS = errors(401, 403, 404, 422)
 
 
@@ -101,7 +110,9 @@ Read = Depends(access(Access.READ))
 Write = Depends(access(Access.WRITE))
 
 
-def _engine(request: Request) -> Engine:
+async def _engine(request: Request) -> Engine:
+    # async: a plain ``def`` dependency costs every request a hop through the shared worker
+    # threads, where under load it queues behind everything else before admission control.
     engine: Engine = request.app.state.engine
     return engine
 
@@ -113,6 +124,9 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def on_toolscout(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, ToolscoutError)
         status, body = body_for(exc)
+        if isinstance(exc, Overloaded):  # shed load: say when to come back, log nothing
+            headers = {"Retry-After": str(exc.retry_after)}
+            return JSONResponse(body, status_code=status, headers=headers)
         if status >= 500:
             log.error("%s %s failed: %s", request.method, request.url.path, exc)
         return JSONResponse(body, status_code=status)
@@ -143,7 +157,7 @@ def _split(value: str | None) -> list[str] | None:
     return items or None
 
 
-def _gate(request: Request) -> SearchGate:
+async def _gate(request: Request) -> SearchGate:
     gate: SearchGate = request.app.state.gate
     return gate
 
@@ -324,11 +338,31 @@ def _health(engine: Engine) -> tuple[int, Health]:
     return 200, health
 
 
+def _trusted(request: Request) -> bool:
+    """A loopback caller, or one holding the read or admin key."""
+    client = request.client.host if request.client else None
+    if is_loopback(client):
+        return True
+    policy: KeyPolicy = request.app.state.policy
+    token = bearer_token(request.headers.get("authorization"))
+    if token is None or not (policy.read_key or policy.api_key):
+        return False
+    try:
+        check_access(policy, Access.READ, token, client)
+    except AccessDenied:
+        return False
+    return True
+
+
 def _service_routes(app: FastAPI) -> None:
-    @app.get("/health", tags=["service"], response_model=Health)
-    def health(engine: EngineDep) -> JSONResponse:
-        """Store reachable, model loaded, counts (open: carries no tool data)."""
+    @app.get("/health", tags=["service"], response_model=Health | HealthStatus)
+    def health(engine: EngineDep, request: Request) -> JSONResponse:
+        """Store reachable, model loaded, counts (open: carries no tool data). Callers that are
+        neither on loopback nor hold a key get the status alone: the store path, counts and
+        process id say nothing they need and help an attacker."""
         status, body = _health(engine)
+        if not _trusted(request):
+            return JSONResponse({"status": body.status}, status_code=status)
         return JSONResponse(body.model_dump(), status_code=status)
 
     @app.get(
@@ -363,7 +397,7 @@ def create_app(
         ConfigError: settings cannot be loaded (only when ``settings`` is None).
     """
     s = settings if settings is not None else load_settings()
-    gate = gate if gate is not None else SearchGate(engine, slots_for(s))
+    gate = gate if gate is not None else SearchGate.for_settings(engine, s)
     policy = KeyPolicy(api_key=s.api_key, read_key=s.read_key)
     mcp = McpMount(create_mcp_server(engine, gate=gate), policy, host=s.host)
 
@@ -397,6 +431,14 @@ def create_app(
     enrich_routes(app)
     app.router.routes.append(mcp.route())
     app.include_router(console_router(s))  # the web console at /
+    guard = GuardConfig(
+        policy=policy,
+        allowed_hosts=allowed_host_names(s.allowed_hosts, s.host),
+        max_body_bytes=s.max_body_bytes,
+        # MCP over HTTP only reads here: its bodies need the read policy, as search does.
+        body_access=api_body_access({f"{API}/search", "/mcp"}, prefix="/api/"),
+    )
+    app.add_middleware(Guard, config=guard)  # inside the metrics: refusals are counted too
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     return app
 
@@ -419,4 +461,5 @@ def app_from_env() -> FastAPI:
     """
     limit_blas_threads()
     settings = load_settings()
+    HeaderDeadlineH11.header_timeout = settings.header_timeout  # a worker's own copy
     return create_app(Engine.open(settings), settings, own_engine=True)

@@ -13,7 +13,7 @@ same key policy as the REST API.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, TypeVar
@@ -30,6 +30,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolscout.api.auth import Access, KeyPolicy, bearer_token, check_access
 from toolscout.api.errors import body_for, mcp_message
+from toolscout.api.guard import DEFAULT_MAX_BODY, Guard, GuardConfig, allowed_host_names
 from toolscout.engine import Engine
 from toolscout.errors import AccessDenied, EmptyIndex, QueryError, StoreError, ToolscoutError
 from toolscout.models import SearchRequest
@@ -352,7 +353,20 @@ async def _send_json(
 
 
 def create_mcp_http_app(
-    server: MCPServer, policy: KeyPolicy, *, host: str = "127.0.0.1"
+    server: MCPServer,
+    policy: KeyPolicy,
+    *,
+    host: str = "127.0.0.1",
+    allowed_hosts: Sequence[str] = (),
+    max_body_bytes: int = DEFAULT_MAX_BODY,
 ) -> ASGIApp:
-    """The streamable-HTTP app of ``server`` at ``/mcp``, behind the key policy."""
-    return KeyGuard(server.streamable_http_app(host=host), policy)
+    """The streamable-HTTP app of ``server`` at ``/mcp``, behind the key policy and the
+    :class:`~toolscout.api.guard.Guard` (Host allow-list, key check before the body, body
+    size)."""
+    config = GuardConfig(
+        policy=policy,
+        allowed_hosts=allowed_host_names(allowed_hosts, host),
+        max_body_bytes=max_body_bytes,
+        body_access=lambda path: Access.READ,  # MCP tools here only read
+    )
+    return Guard(KeyGuard(server.streamable_http_app(host=host), policy), config)

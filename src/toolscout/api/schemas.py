@@ -342,6 +342,12 @@ class JobOut(BaseModel):
     finished_at: str | None = None
 
 
+class HealthStatus(BaseModel):
+    """What ``/health`` tells a caller that is neither on loopback nor holds a key."""
+
+    status: Literal["ok", "degraded", "empty"]
+
+
 class Health(BaseModel):
     """Liveness plus what the server serves."""
 

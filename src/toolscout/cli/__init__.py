@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from toolscout.errors import (
     ConfigError,
@@ -128,7 +129,7 @@ def main() -> None:
     try:
         app()  # click's standalone mode handles usage errors and exit codes
     except ToolscoutError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
         sys.exit(exit_code(exc))
     except KeyboardInterrupt:
         sys.exit(130)

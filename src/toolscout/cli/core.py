@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
@@ -25,6 +26,7 @@ from toolscout.gateway.formats import GroupBy, ProviderFormat, render
 from toolscout.ingest.jsonfile import CatalogFile, catalog_files
 from toolscout.ingest.sources import Loaded
 from toolscout.models import IndexReport, ItemType, SearchMode, Strategy
+from toolscout.rebuild import rebuild_index
 from toolscout.search.hybrid import check_query
 
 BUILTIN = "starter_catalog.json"
@@ -72,44 +74,55 @@ def index(
     server: Annotated[str | None, typer.Option(help="Server name for entries without one.")] = None,
     prune: Annotated[bool, typer.Option(help="Delete tools these files no longer list.")] = False,
     rebuild: Annotated[
-        bool, typer.Option(help="Drop the index first (e.g. after changing the model).")
+        bool,
+        typer.Option(
+            help="Build a new index from these files beside the current one and swap it in "
+            "at the end (e.g. after changing the model); the current one stays until then."
+        ),
     ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Index catalog files (MCP tools/list, OpenAI, Anthropic or JSONL tools). Unchanged tools
-    are not re-embedded."""
+    are not re-embedded. Exits 5 when a catalog file could not be read at all; the tools it
+    had are kept."""
     files = catalog_files(list(paths or []))
     if builtin:
         files.append(Path(str(resources.files("toolscout.data").joinpath(BUILTIN))))
     if not files:
         raise IngestError("index: give catalog files or folders, or --builtin")
-    if rebuild:
-        from toolscout.store.base import open_store
-
-        store = open_store(_settings(db).db)
+    loads: list[Loaded] = []
+    unusable = 0
+    for file in files:
+        source = "builtin" if file.name == BUILTIN and builtin else None
         try:
-            store.reset()
-        finally:
-            store.close()
-    engine = open_engine(db)
-    try:
-        loads: list[Loaded] = []
-        for file in files:
-            source = "builtin" if file.name == BUILTIN and builtin else None
+            loads.append(CatalogFile(file, server=server, source=source).read())
+        except IngestError as exc:
+            unusable += 1
+            err_console.print(f"[red]skipped file[/] {escape(str(exc))}", highlight=False)
+    if rebuild and unusable:
+        # A rebuild replaces the whole index: never start one from a partial catalog.
+        raise IngestError(
+            f"index --rebuild: {unusable} catalog file(s) could not be read; the index "
+            "was left as it was. Fix or leave out those files and run it again."
+        )
+    with _progress() as bar:
+        task = bar.add_task("embed", total=None)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        if rebuild:
+            report = rebuild_index(_settings(db), loads, progress=progress)
+        else:
+            engine = open_engine(db)
             try:
-                loads.append(CatalogFile(file, server=server, source=source).read())
-            except IngestError as exc:
-                err_console.print(f"[red]skipped file[/] {exc}", highlight=False)
-        with _progress() as bar:
-            task = bar.add_task("embedding", total=None)
-            report = engine.index(
-                loads,
-                prune=prune,
-                progress=lambda done, total: bar.update(task, completed=done, total=total),
-            )
-        _print_report(report, as_json)
-    finally:
-        engine.close()
+                report = engine.index(loads, prune=prune, progress=progress)
+            finally:
+                engine.close()
+    _print_report(report, as_json)
+    if unusable:
+        # As for `sync`: the readable files were indexed, the unusable ones kept their tools.
+        raise typer.Exit(5)
 
 
 @app.command()
@@ -170,14 +183,15 @@ def search(
         console.print_json(SearchResponse.of(result).model_dump_json())
         return
     total = result.metadata["total_time_ms"]
-    table = Table(title=f"{query!r} ({strategy.value}, {mode.value}, {total:.1f} ms)")
+    title = f"{query!r} ({strategy.value}, {mode.value}, {total:.1f} ms)"
+    table = Table(title=escape(title))
     for column in ("score", "id", "description"):
         table.add_column(column, overflow="fold")
     for hit in result.tools:
-        table.add_row(f"{hit.score:.3f}", hit.tool.id, hit.tool.description[:120])
+        table.add_row(f"{hit.score:.3f}", escape(hit.tool.id), escape(hit.tool.description[:120]))
     console.print(table)
     for hit in result.tools if schemas else ():
-        console.print(f"[bold]{hit.tool.id}[/] input schema:", highlight=False)
+        console.print(f"[bold]{escape(hit.tool.id)}[/] input schema:", highlight=False)
         console.print_json(json.dumps(hit.tool.input_schema or {}))
 
 
@@ -193,7 +207,7 @@ def info(db: DbOption = None, as_json: JsonOption = False) -> None:
         console.print_json(json.dumps(data))
         return
     for key, value in data.items():
-        console.print(f"[bold]{key}[/]: {value}", highlight=False)
+        console.print(f"[bold]{key}[/]: {escape(str(value))}", highlight=False)
 
 
 #: The eval table's columns by default: readable in 80 columns (``--all`` shows every metric).
@@ -204,8 +218,9 @@ ALL_EVAL_COLUMNS = tuple(
 
 
 def _print_eval(report: Report, every_metric: bool) -> None:
-    title = f"{report.dataset} ({report.mode}, {report.queries} queries)"
-    rows = [("ALL", report.overall), *report.groups.items()]
+    title = escape(f"{report.dataset} ({report.mode}, {report.queries} queries)")
+    groups = [("ALL", report.overall), *report.groups.items()]
+    rows = [(escape(name), metrics) for name, metrics in groups]
     if every_metric:  # one row per metric, one column per subset: still fits a terminal
         table = Table(title=title)
         table.add_column("metric")
@@ -283,4 +298,4 @@ def eval_(
         console.print_json(json.dumps({**report.to_dict(), "report_file": str(path)}))
     else:
         _print_eval(report, every_metric)
-        console.print(f"report: {path}", highlight=False)
+        console.print(f"report: {path}", highlight=False, markup=False)

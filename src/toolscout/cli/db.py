@@ -34,7 +34,7 @@ def upgrade(db: DbOption = None, as_json: JsonOption = False) -> None:
     if as_json:
         console.print_json(json.dumps({"store": shown, "schema_version": version}))
     else:
-        console.print(f"{shown}: schema version {version}", highlight=False)
+        console.print(f"{shown}: schema version {version}", highlight=False, markup=False)
 
 
 def _existing_source(url_or_path: str) -> str:

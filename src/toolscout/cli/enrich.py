@@ -11,6 +11,7 @@ import json
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from toolscout.cli import app, console, err_console
@@ -38,7 +39,7 @@ def _print(data: Any, as_json: bool) -> None:
         console.print_json(json.dumps(data, ensure_ascii=False))
         return
     for key, value in data.items():
-        console.print(f"[bold]{key}[/]: {value}", highlight=False)
+        console.print(f"[bold]{key}[/]: {escape(str(value))}", highlight=False)
 
 
 def _enricher(value: str | None) -> str | None:

@@ -49,12 +49,15 @@ def serve_gateway(
         ConfigError: an invalid policy or audit log setting.
     """
     from toolscout.api.auth import KeyPolicy
+    from toolscout.api.guard import serving_limits
     from toolscout.api.mcp import create_mcp_http_app
     from toolscout.gateway.factory import build_gateway
     from toolscout.gateway.server import GatewayLifespan, create_gateway_server
+    from toolscout.search.gate import SearchGate
 
     gateway = build_gateway(engine, settings, servers)
-    server = create_gateway_server(engine, gateway, name=name)
+    gate = SearchGate.for_settings(engine, settings)
+    server = create_gateway_server(engine, gateway, name=name, gate=gate)
     if not http:
 
         async def run() -> None:
@@ -65,11 +68,18 @@ def serve_gateway(
         return
     import uvicorn
 
-    asgi = create_mcp_http_app(server, KeyPolicy(settings.api_key, settings.read_key), host=host)
+    asgi = create_mcp_http_app(
+        server,
+        KeyPolicy(settings.api_key, settings.read_key),
+        host=host,
+        allowed_hosts=settings.allowed_hosts,
+        max_body_bytes=settings.max_body_bytes,
+    )
     uvicorn.run(
         GatewayLifespan(asgi, gateway),
         host=host,
         port=port,
         log_level=log_level,
         access_log=False,
+        **serving_limits(settings),
     )

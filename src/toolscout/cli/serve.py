@@ -19,6 +19,7 @@ from typing import Annotated, Literal
 
 import typer
 
+from toolscout.api.guard import is_public_bind, serving_limits
 from toolscout.cli import app, err_console
 from toolscout.cli.options import DbOption, open_engine, settings
 from toolscout.cli.sync import (
@@ -29,6 +30,7 @@ from toolscout.cli.sync import (
     _summary_line,
     tool_dir_list,
 )
+from toolscout.config import Settings
 from toolscout.ingest.mcpconfig import DEFAULT_TIMEOUT
 from toolscout.ingest.sync import SourceSummary
 
@@ -38,6 +40,27 @@ HostOption = Annotated[
 ]
 PortOption = Annotated[int | None, typer.Option(help="TCP port (0: any free port).")]
 Loop = Literal["auto", "asyncio", "uvloop"]
+
+
+def warn_public_bind(bind: str, s: Settings) -> None:
+    """Say loudly what a bind to a non-loopback address exposes, before serving starts."""
+    if not is_public_bind(bind):
+        return
+    lines = [f"WARNING: serving on {bind}, reachable from other machines."]
+    if not s.read_key:
+        lines.append(
+            "  No read key is set: remote clients are refused (403) and only loopback clients "
+            "can search. Set TOOLSCOUT_READ_KEY to serve remote clients with a key."
+        )
+    if not s.allowed_hosts:
+        lines.append(
+            "  Only loopback Host names (and the bind address itself) are accepted; list the "
+            "names clients use in TOOLSCOUT_ALLOWED_HOSTS (JSON list)."
+        )
+    lines.append("  Keys travel in clear text over plain HTTP: put TLS in front of it.")
+    err_console.print(
+        "\n".join(lines), style="bold red", markup=False, highlight=False, soft_wrap=True
+    )
 
 
 @app.command()
@@ -70,11 +93,11 @@ def serve(
     s = settings(db)
     if loop not in ("auto", "asyncio", "uvloop"):
         raise typer.BadParameter("must be auto, asyncio or uvloop", param_hint="--loop")
-    # Workers are separate processes: they get the resolved store location through the env,
-    # and the bound host (MCP's transport checks Host headers against it).
+    bind = host or s.host
+    # Workers are separate processes: they get the resolved store location (and the bind
+    # address, which the Host allow-list accepts) through the env.
     os.environ["TOOLSCOUT_DB"] = s.db
-    if host:
-        os.environ["TOOLSCOUT_HOST"] = host
+    os.environ["TOOLSCOUT_HOST"] = bind
     if workers > 1 and s.embed_threads is None:
         # Each worker runs its own model: split the cores instead of oversubscribing them.
         os.environ["TOOLSCOUT_EMBED_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))
@@ -82,17 +105,19 @@ def serve(
     # rather than in workers the supervisor keeps restarting. One worker runs in this process
     # and reuses the loaded model; with several, the supervisor keeps a copy it does not use.
     open_engine(s.db).close()
+    warn_public_bind(bind, s)
     stop_watch = _start_watch(s.db, catalogs, mcp_config, tools_dir) if watch else None
     try:
         uvicorn.run(
             "toolscout.api.http:app_from_env",
             factory=True,
-            host=host or s.host,
+            host=bind,
             port=s.port if port is None else port,
             workers=workers,
             loop=loop,
             log_level=log_level,
             access_log=False,
+            **serving_limits(s),
         )
     finally:
         if stop_watch is not None:
@@ -166,6 +191,7 @@ def mcp(
     from toolscout.api.http import limit_blas_threads
     from toolscout.api.mcp import create_mcp_http_app, create_mcp_server
     from toolscout.cli.gateway import gateway_servers, serve_gateway
+    from toolscout.search.gate import SearchGate
 
     limit_blas_threads()
     s = settings(db)
@@ -175,6 +201,8 @@ def mcp(
         name = "pytools" if freeact else "toolscout"
         bind = host or s.host
         bound_port = s.port if port is None else port
+        if http:
+            warn_public_bind(bind, s)
         if servers is not None:
             serve_gateway(
                 engine,
@@ -187,13 +215,26 @@ def mcp(
                 log_level=log_level,
             )
             return
-        server = create_mcp_server(engine, name=name)
+        server = create_mcp_server(engine, name=name, gate=SearchGate.for_settings(engine, s))
         if not http:
             server.run("stdio")
             return
         import uvicorn
 
-        asgi = create_mcp_http_app(server, KeyPolicy(s.api_key, s.read_key), host=bind)
-        uvicorn.run(asgi, host=bind, port=bound_port, log_level=log_level, access_log=False)
+        asgi = create_mcp_http_app(
+            server,
+            KeyPolicy(s.api_key, s.read_key),
+            host=bind,
+            allowed_hosts=s.allowed_hosts,
+            max_body_bytes=s.max_body_bytes,
+        )
+        uvicorn.run(
+            asgi,
+            host=bind,
+            port=bound_port,
+            log_level=log_level,
+            access_log=False,
+            **serving_limits(s),
+        )
     finally:
         engine.close()

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -68,8 +69,8 @@ def list_(
         table.add_column(column, overflow="fold")
     for m in rows:
         s = m.skill
-        table.add_row(s.id, s.name, str(m.tool_count), "yes" if s.is_active else "no",
-                      s.description[:90])  # fmt: skip
+        table.add_row(escape(s.id), escape(s.name), str(m.tool_count),
+                      "yes" if s.is_active else "no", escape(s.description[:90]))  # fmt: skip
     console.print(table)
 
 
@@ -145,7 +146,7 @@ def deactivate(skill_id: str, db: DbOption = None) -> None:
         engine.skills.deactivate(skill_id)
     finally:
         engine.close()
-    console.print(f"deactivated {skill_id}")
+    console.print(f"deactivated {skill_id}", markup=False)
 
 
 @skills_app.command()
@@ -156,7 +157,7 @@ def reactivate(skill_id: str, db: DbOption = None) -> None:
         engine.skills.reactivate(skill_id)
     finally:
         engine.close()
-    console.print(f"reactivated {skill_id}")
+    console.print(f"reactivated {skill_id}", markup=False)
 
 
 @skills_app.command("import")
@@ -167,7 +168,7 @@ def import_(path: Path, db: DbOption = None) -> None:
         count = engine.skills.import_file(path)
     finally:
         engine.close()
-    console.print(f"imported {count} skills from {path}")
+    console.print(f"imported {count} skills from {path}", markup=False)
 
 
 @skills_app.command("export")
@@ -178,7 +179,7 @@ def export(path: Path, db: DbOption = None) -> None:
         count = engine.skills.export_file(path)
     finally:
         engine.close()
-    console.print(f"exported {count} skills to {path}")
+    console.print(f"exported {count} skills to {path}", markup=False)
 
 
 @skills_app.command()
@@ -234,7 +235,8 @@ def suggestions_list(
     for column in ("id", "skill", "status", "from tool", "description"):
         table.add_column(column, overflow="fold")
     for s in rows:
-        table.add_row(str(s.id), s.skill_id, s.status, s.source_tool_id, s.description[:80])
+        table.add_row(str(s.id), escape(s.skill_id), s.status, escape(s.source_tool_id),
+                      escape(s.description[:80]))  # fmt: skip
     console.print(table)
 
 
@@ -297,14 +299,14 @@ def find(
         _print(result_json(result))
         return
     meta = result.metadata
-    skills = ", ".join(f"{m.skill.id} {m.score:.2f}" for m in result.matched_skills) or "none"
+    skills = escape(", ".join(f"{m.skill.id} {m.score:.2f}" for m in result.matched_skills))
+    skills = skills or "none"
     console.print(f"skills: {skills}  (searched {100 * meta['searched_fraction']:.0f} % of tools, "
                   f"{meta['total_time_ms']:.1f} ms)", highlight=False)  # fmt: skip
     table = Table()
     for column in ("score", "id", "primary skill", "description"):
         table.add_column(column, overflow="fold")
     for h in result.tools:
-        table.add_row(
-            f"{h.score:.3f}", h.tool.id, h.primary_skill_id or "-", h.tool.description[:100]
-        )
+        table.add_row(f"{h.score:.3f}", escape(h.tool.id), escape(h.primary_skill_id or "-"),
+                      escape(h.tool.description[:100]))  # fmt: skip
     console.print(table)

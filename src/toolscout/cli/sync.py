@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from toolscout.cli import app, console, err_console
@@ -70,9 +71,9 @@ def _sources(
 
 def _summary_line(s: SourceSummary) -> str:
     if s.error:
-        return f"[red]failed[/] {s.source}: kept as it was ({s.error})"
+        return f"[red]failed[/] {escape(s.source)}: kept as it was ({escape(s.error)})"
     return (
-        f"{s.source}: added [green]{s.added}[/], updated [yellow]{s.updated}[/], "
+        f"{escape(s.source)}: added [green]{s.added}[/], updated [yellow]{s.updated}[/], "
         f"deleted {s.deleted}, unchanged {s.unchanged}, failed [red]{s.failed}[/]"
     )
 
@@ -86,7 +87,12 @@ def _print_sync(report: SyncReport, as_json: bool) -> None:
         table.add_column(column, overflow="fold")
     for s in report.sources:
         table.add_row(
-            s.source, str(s.added), str(s.updated), str(s.deleted), str(s.unchanged), str(s.failed)
+            escape(s.source),
+            str(s.added),
+            str(s.updated),
+            str(s.deleted),
+            str(s.unchanged),
+            str(s.failed),
         )
     console.print(table)
     for s in report.sources:

@@ -36,6 +36,7 @@ from toolscout.engine import Engine
 from toolscout.errors import ToolNotFound, ToolscoutError
 from toolscout.gateway.service import Gateway
 from toolscout.models import Tool
+from toolscout.search.gate import SearchGate
 
 log = logging.getLogger("toolscout.gateway")
 
@@ -90,13 +91,16 @@ def _failure(exc: ToolscoutError) -> types.CallToolResult:
 
 
 def create_gateway_server(
-    engine: Engine, gateway: Gateway, *, name: str = "toolscout"
+    engine: Engine, gateway: Gateway, *, name: str = "toolscout", gate: SearchGate | None = None
 ) -> MCPServer:
-    """The toolscout MCP server with the gateway's tools registered (see the module doc).
+    """The toolscout MCP server with the gateway's tools registered (see the module doc);
+    searches run through ``gate`` (as :func:`~toolscout.api.mcp.create_mcp_server`).
 
     Run it inside ``async with gateway:`` (the pool of upstream sessions)."""
     bus = InMemorySubscriptionBus()
-    server = create_mcp_server(engine, name=name, instructions=INSTRUCTIONS, subscriptions=bus)
+    server = create_mcp_server(
+        engine, name=name, gate=gate, instructions=INSTRUCTIONS, subscriptions=bus
+    )
     register_gateway(server, gateway, bus)
     return server
 

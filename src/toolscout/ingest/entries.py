@@ -7,6 +7,8 @@ and a problem has to name the field in the shape the user wrote (``function.para
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from typing import Any
 
@@ -14,6 +16,38 @@ from toolscout.models import ItemType, Tool
 
 MAX_NAME = 200
 MAX_DESCRIPTION = 20_000
+#: Nesting allowed inside one entry: real schemas stay under ~20 levels; deeper input is either
+#: generated garbage or an attempt to exhaust the stack of whatever walks the schema later.
+MAX_DEPTH = 64
+#: One entry's JSON, serialised: the largest real tool definitions measured are ~100 KB.
+MAX_ENTRY_BYTES = 1024 * 1024
+
+
+class NonFinite(float):
+    """A ``NaN``/``Infinity`` literal (or a number too big for a float) met while parsing.
+
+    JSON has no such values; Python's parser accepts them, and a served schema would carry them
+    as ``null``. Parsers hand this marker over instead, and :func:`parse_entry` rejects the
+    entry that holds one, naming where.
+    """
+
+    literal: str
+
+    def __new__(cls, literal: str) -> NonFinite:
+        value = super().__new__(cls, math.nan)
+        value.literal = literal
+        return value
+
+
+def non_finite(literal: str) -> NonFinite:
+    """``parse_constant`` for :func:`json.loads`: ``NaN``, ``Infinity``, ``-Infinity``."""
+    return NonFinite(literal)
+
+
+def finite_float(literal: str) -> float:
+    """``parse_float`` for :func:`json.loads`: ``1e999`` overflows to infinity; mark it."""
+    value = float(literal)
+    return value if math.isfinite(value) else NonFinite(literal)
 
 
 class EntryError(ValueError):
@@ -84,6 +118,58 @@ class ProviderTool(EntryError):
     """An entry that names a provider-run tool (nothing to search for); skipped with a note."""
 
 
+def _check_values(raw: Any) -> None:
+    """Reject nesting deeper than :data:`MAX_DEPTH`, non-finite numbers and strings that are not
+    text, iteratively (a recursive walk is what deep input would break).
+
+    Raises:
+        EntryError: naming the path of the offending value.
+    """
+    stack: list[tuple[Any, str, int]] = [(raw, "", 0)]
+    while stack:
+        value, path, depth = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            literal = getattr(value, "literal", repr(value))
+            raise EntryError(
+                path or "(entry)",
+                f"{literal} is not a JSON number; write null or a finite number instead",
+            )
+        if isinstance(value, str) and not _encodable(value):
+            raise EntryError(
+                path or "(entry)",
+                "contains an unpaired surrogate escape (\\ud800-\\udfff), which is not text; "
+                "remove it",
+            )
+        if isinstance(value, dict | list):
+            if depth >= MAX_DEPTH:
+                raise EntryError(
+                    path or "(entry)", f"nested more than {MAX_DEPTH} levels deep; flatten it"
+                )
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for key, child in items:
+                if isinstance(key, str) and not _encodable(key):
+                    raise EntryError(path or "(entry)", "has a key that is not valid text")
+                child_path = f"{path}.{key}" if isinstance(key, str) else f"{path}[{key}]"
+                stack.append((child, child_path.lstrip("."), depth + 1))
+
+
+def _encodable(text: str) -> bool:
+    """False for strings holding unpaired surrogates (JSON ``\\ud800`` escapes)."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _check_size(raw: Any) -> None:
+    size = len(json.dumps(raw, ensure_ascii=False))
+    if size > MAX_ENTRY_BYTES:
+        raise EntryError("(entry)", f"is {size} characters of JSON; the limit is {MAX_ENTRY_BYTES}")
+
+
 def parse_entry(
     raw: Any,
     *,
@@ -104,6 +190,8 @@ def parse_entry(
     """
     if not isinstance(raw, dict):
         raise EntryError("(entry)", f"must be a JSON object, got {type(raw).__name__}")
+    _check_values(raw)
+    _check_size(raw)
     kind = raw.get("type")
     if isinstance(kind, str) and _ANTHROPIC_TOOL_TYPE.match(kind):
         raise ProviderTool(

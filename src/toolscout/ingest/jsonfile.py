@@ -8,7 +8,10 @@
 * The shared benchmark format: JSONL with ``id``, ``name``, ``description``, ``input_schema``,
   ``server``, ``category``.
 
-A malformed entry becomes a :class:`Problem` (file, line or index, field) and is skipped.
+A malformed entry becomes a :class:`Problem` (file, line or index, field) and is skipped. In a
+JSONL file every line stands alone: a line that is not UTF-8, not JSON, not an object, nested too
+deeply or carrying ``NaN`` costs only that line. A ``.json`` file is one document: if it cannot be
+decoded or parsed at all the whole file is an :class:`~toolscout.errors.IngestError`.
 """
 
 from __future__ import annotations
@@ -19,7 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from toolscout.errors import IngestError
-from toolscout.ingest.entries import EntryError, parse_entry
+from toolscout.ingest.entries import (
+    EntryError,
+    ProviderTool,
+    finite_float,
+    non_finite,
+    parse_entry,
+)
 from toolscout.ingest.sources import Loaded
 from toolscout.models import ItemType, Problem
 
@@ -33,8 +42,32 @@ _LIST_KEYS = {
 MAX_FILE_BYTES = 200 * 1024 * 1024
 
 
+class _Unparsable(ValueError):
+    """A document that json cannot turn into values (the message says why)."""
+
+
+def _parse(text: str) -> Any:
+    """Strict JSON: NaN/Infinity become markers that entries reject; nesting too deep for the
+    parser's stack is a clear message, not a RecursionError.
+
+    Raises:
+        _Unparsable: invalid JSON, or nesting deeper than the parser can follow.
+    """
+    try:
+        return json.loads(text, parse_constant=non_finite, parse_float=finite_float)
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno} column {exc.colno}"
+        raise _Unparsable(f"invalid JSON at {where}: {exc.msg}") from exc
+    except RecursionError as exc:
+        raise _Unparsable("nested too deeply to parse; flatten the structure") from exc
+
+
 def _entries(doc: Any, where: str) -> Iterator[tuple[str, Any, ItemType, str | None]]:
-    """Yield (location, entry, default item type, file-level server) from a parsed JSON doc."""
+    """Yield (location, entry, default item type, file-level server) from a parsed JSON doc.
+
+    Raises:
+        _Unparsable: the document is neither an object nor a list.
+    """
     if isinstance(doc, dict) and isinstance(doc.get("result"), dict):
         doc = doc["result"]  # a raw JSON-RPC response
     if isinstance(doc, list):
@@ -42,7 +75,7 @@ def _entries(doc: Any, where: str) -> Iterator[tuple[str, Any, ItemType, str | N
             yield f"{where}[{i}]", entry, ItemType.TOOL, None
         return
     if not isinstance(doc, dict):
-        raise IngestError(f"{where}: expected a JSON object or list, got {type(doc).__name__}")
+        raise _Unparsable(f"expected a JSON object or list, got {type(doc).__name__}")
     server = doc.get("server") if isinstance(doc.get("server"), str) else None
     found = False
     for key, item_type in _LIST_KEYS.items():
@@ -81,66 +114,98 @@ class CatalogFile:
     def name(self) -> str:
         return self._name
 
-    def _documents(self) -> Iterator[tuple[str, Any]]:
+    def _bytes(self) -> bytes:
         try:
             size = self.path.stat().st_size
             if size > MAX_FILE_BYTES:
                 raise IngestError(f"{self.path}: {size} bytes is over the {MAX_FILE_BYTES} limit")
-            text = self.path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            raise IngestError(
-                f"{self.path}: not UTF-8 text ({exc.reason} at byte {exc.start})"
-            ) from exc
+            return self.path.read_bytes()
         except OSError as exc:
             raise IngestError(f"{self.path}: cannot read: {exc.strerror or exc}") from exc
+
+    def _documents(self) -> Iterator[tuple[str, str | UnicodeDecodeError]]:
+        """(location, text) per document; a JSONL line that is not UTF-8 comes as its error.
+
+        Raises:
+            IngestError: the file cannot be read, or a .json file is not UTF-8.
+        """
+        data = self._bytes()
         if self.path.suffix.lower() == ".jsonl":
-            for lineno, line in enumerate(text.splitlines(), start=1):
-                if line.strip():
-                    yield f"{self.path}:{lineno}", line
+            for lineno, line in enumerate(data.splitlines(), start=1):
+                try:
+                    text = line.decode("utf-8-sig" if lineno == 1 else "utf-8")
+                except UnicodeDecodeError as exc:
+                    yield f"{self.path}:{lineno}", exc
+                    continue
+                if text.strip():
+                    yield f"{self.path}:{lineno}", text
             return
-        yield str(self.path), text
+        try:
+            yield str(self.path), data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise IngestError(
+                f"{self.path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8"
+            ) from exc
 
     def read(self) -> Loaded:
         """Parse every entry; malformed ones become problems.
 
         Raises:
-            IngestError: the file cannot be read, or a .json file is not valid JSON at all.
+            IngestError: the file cannot be read, or a .json file is not UTF-8, not valid JSON
+                at all, or not an object or list.
         """
         loaded = Loaded(source=self.name)
         seen: set[str] = set()
         is_jsonl = self.path.suffix.lower() == ".jsonl"
         for where, raw in self._documents():
             try:
-                doc = json.loads(raw)
-            except json.JSONDecodeError as exc:
+                if isinstance(raw, UnicodeDecodeError):
+                    raise _Unparsable(f"not UTF-8 text ({raw.reason} at byte {raw.start})")
+                doc = _parse(raw)
+                if is_jsonl and not isinstance(doc, dict | list):
+                    raise _Unparsable(
+                        f"expected a JSON object (one tool per line), got {type(doc).__name__}"
+                    )
+                entries = list(_entries(doc, where))
+            except _Unparsable as exc:
                 if not is_jsonl:
-                    raise IngestError(
-                        f"{where}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
-                    ) from exc
-                loaded.problems.append(Problem(where, "(line)", f"invalid JSON: {exc.msg}"))
+                    raise IngestError(f"{where}: {exc}") from exc
+                loaded.problems.append(Problem(where, "(line)", str(exc)))
                 continue
-            for location, entry, item_type, server in _entries(doc, where):
-                try:
-                    tool = parse_entry(
-                        entry,
-                        default_type=item_type,
-                        server=self.server or server,
-                        source=self.name,
-                        namespace=self.namespace,
-                    )
-                except EntryError as exc:
-                    loaded.problems.append(Problem(location, exc.field, str(exc)))
-                    continue
-                if tool.id in seen:
-                    loaded.problems.append(
-                        Problem(
-                            location, "id", f"duplicate id {tool.id!r} in this file; kept the first"
-                        )
-                    )
-                    continue
-                seen.add(tool.id)
-                loaded.tools.append(tool)
+            for location, entry, item_type, server in entries:
+                self._add(loaded, seen, location, entry, item_type, server)
         return loaded
+
+    def _add(
+        self,
+        loaded: Loaded,
+        seen: set[str],
+        location: str,
+        entry: Any,
+        item_type: ItemType,
+        server: str | None,
+    ) -> None:
+        try:
+            tool = parse_entry(
+                entry,
+                default_type=item_type,
+                server=self.server or server,
+                source=self.name,
+                namespace=self.namespace,
+            )
+        except ProviderTool as exc:
+            loaded.problems.append(Problem(location, exc.field, str(exc), deliberate=True))
+            return
+        except EntryError as exc:
+            loaded.problems.append(Problem(location, exc.field, str(exc)))
+            return
+        if tool.id in seen:
+            loaded.problems.append(
+                Problem(location, "id", f"duplicate id {tool.id!r} in this file; kept the first")
+            )
+            return
+        seen.add(tool.id)
+        loaded.tools.append(tool)
 
 
 def load_catalog(path: str | Path, *, server: str | None = None) -> Loaded:

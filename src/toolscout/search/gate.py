@@ -1,17 +1,27 @@
-"""SearchGate: how a server runs searches - at most ``slots`` at once, repeats answered from
-the result cache without queueing. Every server door (REST, MCP over HTTP) goes through one.
+"""SearchGate: how a server runs searches. Every server door (REST, MCP over HTTP) goes through
+one, so both shed load the same way.
 
-With the exact query encoder, searches in flight share the model: their query embeddings run
-as one batch (:class:`~toolscout.embed.batching.QueryBatcher`), which costs less per query
-than one run each, so four per core run at once. The default int8 encoder embeds one query per
-call (no batch to gain), and more searches in flight than cores only thrash on the GIL and the
-store lock: one per core (measured: docs/BENCHMARKS.md). The rest wait on the event loop.
+* At most ``slots`` searches run at once. With the exact query encoder, searches in flight share
+  the model: their query embeddings run as one batch
+  (:class:`~toolscout.embed.batching.QueryBatcher`), which costs less per query than one run
+  each, so four per core run at once. The default int8 encoder embeds one query per call (no
+  batch to gain), and more searches in flight than cores only thrash on the GIL and the store
+  lock: one per core (measured: docs/BENCHMARKS.md).
+* At most ``queue`` wait for a slot, each for ``wait_s`` seconds from its arrival (its deadline).
+  A search that finds the queue full, or whose deadline passes before a slot comes free, raises
+  :class:`~toolscout.errors.Overloaded` at once (REST answers 503 with ``Retry-After``, MCP a
+  tool error saying when to retry): an overloaded server sheds load instead of holding every
+  request for seconds.
+* Repeats are answered from the result cache without taking a slot.
+
+Admitted searches run on threads of the gate's own (bounded) pools, never queued behind
+anyio's shared worker threads, where under load they would wait unseen before admission.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, TypeVar
 
@@ -19,10 +29,14 @@ import anyio
 import anyio.to_thread
 
 from toolscout.engine import Engine
+from toolscout.errors import Overloaded
 from toolscout.models import SearchRequest, SearchResult
 
 T = TypeVar("T")
 CORES = max(1, os.cpu_count() or 1)
+#: Defaults of :class:`~toolscout.config.Settings` ``search_queue`` / ``search_queue_timeout``.
+DEFAULT_QUEUE = 64
+DEFAULT_WAIT_S = 5.0
 
 
 def slots_for(settings: Any) -> int:
@@ -38,31 +52,113 @@ def slots_for(settings: Any) -> int:
 
 
 class SearchGate:
-    """Slots plus the cache fast path, over one engine (async; the engine runs in threads)."""
+    """Slots, a bounded queue with a deadline, and the cache fast path, over one engine (async;
+    the engine runs in threads). Limiters are created on first use: they belong to the event
+    loop that runs the server."""
 
-    def __init__(self, engine: Engine, slots: int) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        slots: int,
+        *,
+        queue: int = DEFAULT_QUEUE,
+        wait_s: float = DEFAULT_WAIT_S,
+        retry_after: int = 1,
+    ) -> None:
         self.engine = engine
         self.slots = max(1, slots)
-        self._limiter: anyio.CapacityLimiter | None = None
+        self.queue = max(0, queue)
+        self.wait_s = wait_s
+        self.retry_after = retry_after
+        #: Searches refused so far (queue full or deadline passed).
+        self.shed = 0
+        self._waiting = 0
+        self._limits: tuple[anyio.CapacityLimiter, ...] | None = None
 
-    def _slots(self) -> anyio.CapacityLimiter:
-        # Created on first use: a limiter belongs to the running event loop.
-        if self._limiter is None:
-            self._limiter = anyio.CapacityLimiter(self.slots)
-        return self._limiter
+    @classmethod
+    def for_settings(cls, engine: Engine, settings: Any) -> SearchGate:
+        """A gate sized by ``search_threads``, ``search_queue`` and ``search_queue_timeout``."""
+        return cls(
+            engine,
+            slots_for(settings),
+            queue=settings.search_queue,
+            wait_s=settings.search_queue_timeout,
+        )
+
+    @property
+    def waiting(self) -> int:
+        """Searches admitted but not yet running (cache lookup or waiting for a slot)."""
+        return self._waiting
+
+    def _limiters(self) -> tuple[anyio.CapacityLimiter, ...]:
+        """(slots, threads for admitted calls, threads for cache lookups)."""
+        if self._limits is None:
+            self._limits = (
+                anyio.CapacityLimiter(self.slots),
+                anyio.CapacityLimiter(self.slots),
+                anyio.CapacityLimiter(max(4, self.slots)),
+            )
+        return self._limits
+
+    def _admit(self) -> None:
+        slots = self._limiters()[0]
+        if slots.available_tokens == 0 and self._waiting >= self.queue:
+            self.shed += 1
+            raise Overloaded(
+                f"all {self.slots} search slot(s) busy and {self.queue} search(es) waiting; "
+                f"retry in {self.retry_after} s",
+                retry_after=self.retry_after,
+            )
+
+    def _late(self) -> Overloaded:
+        self.shed += 1
+        return Overloaded(
+            f"no search slot came free within {self.wait_s:g} s; retry in {self.retry_after} s",
+            retry_after=self.retry_after,
+        )
 
     async def find(self, request: SearchRequest) -> SearchResult:
-        """``Engine.find``: from the result cache at once when it holds the answer (the lookup
-        reads the store's data version, so it runs off the event loop), else in a slot.
+        """``Engine.find``: from the result cache when it holds the answer (the lookup reads the
+        store's data version, so it runs off the event loop), else in a slot.
 
         Raises:
+            Overloaded: the queue is full, or no slot came free before the deadline.
             QueryError: naming the invalid field; StoreError, EmbedError.
         """
-        result = await anyio.to_thread.run_sync(self.engine.cached_find, request)
-        if result is None:
-            result = await self.run(partial(self.engine.find, request))
-        return result
+        _, _, lookups = self._limiters()
+
+        async def cached() -> SearchResult | None:
+            return await anyio.to_thread.run_sync(self.engine.cached_find, request, limiter=lookups)
+
+        return await self._admitted(partial(self.engine.find, request), first=cached)
 
     async def run(self, fn: Callable[[], T]) -> T:
-        """Run one other search call (a single stage) in a slot."""
-        return await anyio.to_thread.run_sync(fn, limiter=self._slots())
+        """Run one other search call (a single stage) in a slot.
+
+        Raises:
+            Overloaded: the queue is full, or no slot came free before the deadline.
+        """
+        return await self._admitted(fn)
+
+    async def _admitted(
+        self, fn: Callable[[], T], first: Callable[[], Awaitable[T | None]] | None = None
+    ) -> T:
+        """Admit, optionally try ``first`` (an answer without a slot), then run ``fn`` in a slot."""
+        self._admit()
+        slots, threads, _ = self._limiters()
+        self._waiting += 1
+        try:
+            with anyio.move_on_after(self.wait_s) as waited:
+                if first is not None:
+                    answer = await first()
+                    if answer is not None:
+                        return answer
+                await slots.acquire()
+            if waited.cancelled_caught:
+                raise self._late()
+        finally:
+            self._waiting -= 1
+        try:
+            return await anyio.to_thread.run_sync(fn, limiter=threads)
+        finally:
+            slots.release()

@@ -96,10 +96,22 @@ class SkillService:
         return {a.skill_id for rows in self.store.assignments(tool_ids).values() for a in rows}
 
     def after_index(self, changed: Sequence[str], removed_skills: set[str]) -> None:
-        """Classify new/changed tools and recompute the centroids of skills that lost tools.
+        """Classify new/changed tools, and any tool a killed run wrote but never classified,
+        then recompute the centroids of skills that lost tools. The repair is part of every
+        run by design: a kill between writing a chunk and classifying it leaves tools never
+        classified, or classified as another version.
 
         Raises: StoreError, EmbedError."""
-        if changed:
-            self.classify_tools(changed)
+        state = self.store.classification_state()
+        # Failed ones of the same version wait for `skills classify`: retrying them on every
+        # sync would call an LLM again each time.
+        unclassified = {
+            tool_id
+            for tool_id, (content, _) in self.store.hashes().items()
+            if state.get(tool_id, ("", ""))[0] != content
+        }
+        todo = sorted(unclassified | set(changed))
+        if todo:
+            self.classify_tools(todo)
         if removed_skills:
             recompute_centroids(self.store, removed_skills)

@@ -247,6 +247,29 @@ class Store(SkillStore, EnrichStore, Protocol):
         """Insert or replace tools with their fields and vectors, atomically. Raises: StoreError."""
         ...
 
+    def staging(self) -> str:
+        """The URL of a new, empty index beside this one (leftovers of a killed rebuild are
+        removed first), for ``index --rebuild`` to build in.
+
+        Raises: StoreError."""
+        ...
+
+    def replace_with(self, staging: str) -> None:
+        """Make the index built at ``staging`` this index, atomically: every reader sees the
+        old index or the new one, and a crash before the end leaves the old one. ``staging``
+        is gone afterwards.
+
+        Raises: StoreError."""
+        ...
+
+    def writer_lock(self) -> AbstractContextManager[None]:
+        """Held for one whole write run (read hashes, embed, write, classify), so concurrent
+        runs on one index take turns: the second sees the first's work and reports it as
+        unchanged instead of claiming it too. Released when its process dies. Re-entrant.
+
+        Raises: StoreError."""
+        ...
+
     def delete(self, ids: Sequence[str]) -> int:
         """Delete tools by id; returns how many existed. Raises: StoreError."""
         ...

@@ -246,6 +246,29 @@ def _migrate(conn: Conn, target: PgTarget) -> None:
         )
 
 
+def _ready_schema(conn: Conn, target: PgTarget) -> str | None:
+    """The ``search_path`` when pgvector and the schema at the current version exist, by reads
+    alone (so a read replica, or a role without DDL rights, can open an up-to-date index)."""
+    row = conn.execute(
+        "SELECT n.nspname, e.extversion FROM pg_extension e "
+        "JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
+    ).fetchone()
+    if row is None:
+        return None
+    check_pgvector_version(str(row[1]), target)
+    meta = sql.Identifier(target.schema, "meta")
+    exists = conn.execute("SELECT to_regclass(%s)", (f'"{target.schema}".meta',)).fetchone()
+    if exists is None or exists[0] is None:
+        return None
+    version = conn.execute(
+        sql.SQL("SELECT value FROM {} WHERE key = 'schema_version'").format(meta)
+    ).fetchone()
+    if version is None or int(version[0]) != SCHEMA_VERSION:
+        return None
+    path = sql.SQL("{}, {}").format(sql.Identifier(target.schema), sql.Identifier(str(row[0])))
+    return path.as_string(conn)
+
+
 def prepare_database(target: PgTarget) -> str:
     """Enable pgvector, create the schema and apply pending migrations, once per database even
     when several processes start together (a session advisory lock). Returns the
@@ -254,6 +277,9 @@ def prepare_database(target: PgTarget) -> str:
     Raises: StoreError (unreachable, no pgvector, newer schema, no privileges).
     """
     with connect_once(target) as conn, sql_errors("preparing the schema", target):
+        ready = _ready_schema(conn, target)
+        if ready is not None:  # nothing to create or migrate: open without writing
+            return ready
         conn.execute("SELECT pg_advisory_lock(hashtext(%s))", ("toolscout-migrate",))
         try:
             ext_schema = _ensure_vector(conn, target)

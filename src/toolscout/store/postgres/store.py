@@ -39,6 +39,7 @@ from toolscout.store.base import Classified, IndexEntry, IndexIdentity
 from toolscout.store.postgres.conn import open_pool, parse_url, prepare_database, where_sql
 from toolscout.store.postgres.database import PostgresDatabase
 from toolscout.store.postgres.lexical import PostgresLexical, document_terms
+from toolscout.store.postgres.runs import RunLock, replace_schema, staging_url
 from toolscout.store.postgres.vector import PgVectorLeg
 
 if TYPE_CHECKING:
@@ -74,6 +75,7 @@ class PostgresStore(SQLStore):
     def __init__(self, url: str) -> None:
         """Raises: StoreError."""
         self._target = parse_url(url)
+        self._given_url = url  # with its password: a rebuild's staging URL is derived from it
         self.url = self._target.display
         search_path = prepare_database(self._target)
         self.database = PostgresDatabase(self._target, open_pool(self._target, search_path))
@@ -98,10 +100,15 @@ class PostgresStore(SQLStore):
             raise
         self.vector_leg.dim = ident.dim if ident else None
         self.lexical_leg = PostgresLexical(self.database)
+        self._runs = RunLock(self.database)
 
     # -- identity ---------------------------------------------------------------------------
     def bind(self, identity: IndexIdentity) -> None:
-        """Raises: ConfigError on a mismatch, StoreError."""
+        """Check ``identity`` against the recorded one (reads only), or record it on a new
+        index. Raises: ConfigError on a mismatch, StoreError."""
+        if self.identity() is not None:
+            self._check_identity(identity)
+            return
         with self.database.transaction() as conn:
             row = conn.execute("SELECT value FROM meta WHERE key = 'identity'").fetchone()
             if row is not None:
@@ -138,6 +145,46 @@ class PostgresStore(SQLStore):
         """The Qdrant leg when it is the vector leg: every write is mirrored to it after
         PostgreSQL commits (``toolscout.store.qdrant.leg`` explains the repair of gaps)."""
         return None if isinstance(self.vector_leg, PgVectorLeg) else self.vector_leg
+
+    def _check_identity(self, identity: IndexIdentity) -> None:
+        current = self.identity()
+        if current is not None and current != identity:
+            raise ConfigError(
+                f"the index at {self.url} was built with embedder {current.embedder!r} "
+                f"(dim {current.dim}, analyzer {current.analyzer}) but this run uses "
+                f"{identity.embedder!r} (dim {identity.dim}, analyzer {identity.analyzer}). "
+                f"Rebuild it with `toolscout index --rebuild PATH...` (or use another schema= "
+                f"in the URL), or configure the original embedder."
+            )
+        self.vector_leg.dim = identity.dim
+        self._mirror_bound()
+
+    # -- whole runs -------------------------------------------------------------------------
+    def writer_lock(self) -> AbstractContextManager[None]:
+        """See :class:`~toolscout.store.postgres.runs.RunLock`. Raises: StoreError."""
+        return self._runs.held()
+
+    def staging(self) -> str:
+        """Raises:
+        ConfigError: the vector leg is in Qdrant, whose collections cannot be built beside
+            the live ones and swapped in one step with the schema (nothing is changed).
+        StoreError."""
+        if self._qdrant is not None:
+            raise ConfigError(
+                f"index --rebuild cannot build beside the live index when its vectors are in "
+                f"Qdrant ({self._qdrant.target.display}): a Qdrant collection cannot be swapped "
+                f"with the PostgreSQL schema in one step. The index was left as it was. Build "
+                f"the new index under another schema= and vectors= collection and point "
+                f"TOOLSCOUT_DB at it when it is done, or run `toolscout index` without --rebuild."
+            )
+        return staging_url(self.database, self._given_url)
+
+    def replace_with(self, staging: str) -> None:
+        """Raises: StoreError."""
+        replace_schema(self.database, staging)
+        self._counts.clear()
+        ident = self.identity()
+        self.vector_leg.dim = ident.dim if ident else None
 
     def reset(self) -> None:
         """Drop every tool and the recorded identity (used by ``index --rebuild``).

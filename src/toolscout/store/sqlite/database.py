@@ -3,6 +3,10 @@
 Python's own ``sqlite3`` here cannot load extensions, so the connection comes from ``sqlean``
 (SQLite 3.50 with extension loading), which loads ``sqlite-vec``. One connection behind one
 lock serves the whole store.
+
+Opening a file whose schema is current writes nothing, so a search or ``info`` does not disturb
+a server's caches (they key on the data version). Opened read-only (SQLite's own ``mode=ro``),
+every write fails with a StoreError saying so.
 """
 
 from __future__ import annotations
@@ -26,16 +30,24 @@ class SQLiteDatabase:
 
     dialect = SQLITE
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
         """Raises: StoreError when the file cannot be opened or migrated."""
         self.path = path
+        self.read_only = read_only
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlean.connect(str(self.path), check_same_thread=False, isolation_level=None)
+            if read_only:
+                if not self.path.is_file():
+                    raise StoreError(f"no index at {self.path} to open read-only")
+                uri = f"{self.path.resolve().as_uri()}?mode=ro"
+                conn = sqlean.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                conn = sqlean.connect(str(self.path), check_same_thread=False, isolation_level=None)
             conn.enable_load_extension(True)
             sqlite_vec.load(conn)
             conn.enable_load_extension(False)
-            conn.execute("PRAGMA journal_mode=WAL")
+            if not read_only:
+                conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA busy_timeout=10000")
             conn.execute("PRAGMA foreign_keys=ON")
@@ -51,7 +63,8 @@ class SQLiteDatabase:
     def transaction(self) -> Iterator[Any]:
         """One write transaction (BEGIN IMMEDIATE ... COMMIT, ROLLBACK on any error).
 
-        Raises: StoreError when SQLite fails."""
+        Raises: StoreError when SQLite fails or the file is open read-only."""
+        self.check_writable()
         with self.lock:
             try:
                 self.conn.execute("BEGIN IMMEDIATE")
@@ -89,7 +102,34 @@ class SQLiteDatabase:
                 raise StoreError(f"cannot read the data version of {self.path}: {exc}") from exc
             return (int(row[0]), self.writes)
 
+    def check_writable(self) -> None:
+        """Raises: StoreError when the file is open read-only."""
+        if self.read_only:
+            raise StoreError(
+                f"the index at {self.path} is open read-only (?mode=ro); open it without "
+                "that suffix to change it"
+            )
+
+    def _schema_version(self) -> int:
+        if not self.query("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"):
+            return 0
+        row = self.query("SELECT value FROM meta WHERE key='schema_version'")
+        return int(row[0][0]) if row else 0
+
     def _migrate(self) -> None:
+        current = self._schema_version()
+        if current == SCHEMA_VERSION:
+            return  # opening a current index writes nothing
+        if current > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path} has schema version {current}, newer than this toolscout "
+                f"({SCHEMA_VERSION}); upgrade toolscout"
+            )
+        if self.read_only:
+            raise StoreError(
+                f"{self.path} has schema version {current}; this toolscout needs "
+                f"{SCHEMA_VERSION}. Open it once without ?mode=ro to upgrade it."
+            )
         with self.transaction() as conn:
             conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
             row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Hashable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +19,17 @@ from toolscout.store.base import LEXICAL_FIELDS, IndexEntry, IndexIdentity
 from toolscout.store.sql import SQLStore
 from toolscout.store.sqlite.database import SQLiteDatabase
 from toolscout.store.sqlite.lexical import FTS5Lexical
+from toolscout.store.sqlite.runs import RunLock, replace_from, staging_path
 from toolscout.store.sqlite.vectors import VectorMirror
 
 
 def _dumps(value: Any) -> str | None:
     # Key order kept: a schema's property order is how its author presents the parameters.
     return None if value is None else json.dumps(value, ensure_ascii=False)
+
+
+#: Appended to a path (``index.db?mode=ro``), opens the index read-only.
+READ_ONLY_SUFFIX = "?mode=ro"
 
 
 class SQLiteStore(SQLStore):
@@ -35,11 +40,15 @@ class SQLiteStore(SQLStore):
     parallel_reads = False
 
     def __init__(self, url: str) -> None:
-        """Raises: StoreError."""
+        """``PATH?mode=ro`` opens the index read-only. Raises: StoreError."""
         self.url = url
         path = url.split("sqlite:///", 1)[1] if url.startswith("sqlite:///") else url
+        self.read_only = path.endswith(READ_ONLY_SUFFIX)
+        if self.read_only:
+            path = path[: -len(READ_ONLY_SUFFIX)]
         self.path = Path(path)
-        self.database = SQLiteDatabase(self.path)
+        self.database = SQLiteDatabase(self.path, read_only=self.read_only)
+        self._runs = RunLock(self.database)
         super().__init__(self.database)
         self.lexical_leg = FTS5Lexical(self.database)
         self.vector_leg = VectorMirror(self.database)
@@ -70,6 +79,21 @@ class SQLiteStore(SQLStore):
                 (json.dumps(identity.__dict__),),
             )
         self.vector_leg.dim = identity.dim
+
+    # -- whole runs -------------------------------------------------------------------------
+    def writer_lock(self) -> AbstractContextManager[None]:
+        """See :class:`~toolscout.store.sqlite.runs.RunLock`. Raises: StoreError."""
+        return self._runs.held()
+
+    def staging(self) -> str:
+        """Raises: StoreError."""
+        return staging_path(self.database)
+
+    def replace_with(self, staging: str) -> None:
+        """Raises: StoreError."""
+        replace_from(self.database, staging)
+        ident = self.identity()
+        self.vector_leg.dim = ident.dim if ident else None
 
     def reset(self) -> None:
         """Drop every tool and the recorded identity (used by ``index --rebuild``).
