@@ -130,7 +130,8 @@ def test_health_says_an_empty_index_is_empty_and_how_to_fill_it(
     settings = Settings(db=str(tmp_path / "empty.db"), cache_dir=str(vector_cache))
     engine = Engine.open(settings)
     try:
-        with TestClient(create_app(engine, settings), client=LOOPBACK) as c:
+        app = create_app(engine, settings)
+        with TestClient(app, client=LOOPBACK, base_url="http://localhost") as c:
             body = c.get("/health").json()
     finally:
         engine.close()

@@ -137,3 +137,22 @@ def test_weighted_centroid_weights_by_confidence() -> None:
     assert abs(float(np.linalg.norm(got)) - 1.0) < 1e-6
     assert weighted_centroid([], {}) is None
     assert weighted_centroid([("gone", 1.0)], {}) is None
+
+
+def test_the_next_index_run_classifies_tools_a_killed_run_wrote_but_never_classified(
+    skills_engine: Engine,
+) -> None:
+    """A kill between writing a chunk and classifying it leaves tools in the index without
+    classification rows or assignments (the state is made here with the same SQL); the next run
+    of the unchanged catalog repairs it, though it writes no tool."""
+    lost = sorted(t.id for t in CATALOG)[:5]
+    with skills_engine.store.database.transaction() as conn:  # type: ignore[attr-defined]
+        for tool_id in lost:
+            conn.execute("DELETE FROM tool_skills WHERE tool_id = ?", (tool_id,))
+            conn.execute("DELETE FROM tool_classification WHERE tool_id = ?", (tool_id,))
+    assert not set(lost) & set(skills_engine.store.classification_state())
+    report = skills_engine.index([Loaded("tests", list(CATALOG))])
+    assert report.added == report.updated == 0
+    assert set(lost) <= set(skills_engine.store.classification_state())
+    assigned = skills_engine.store.assignments(lost)
+    assert all(assigned.get(tool_id) for tool_id in lost), assigned
