@@ -1,6 +1,8 @@
-"""A short load-during-write run: a real server answers 200 searches in flight while a writer
-applies a new catalog version to its index. Nothing fails: every request gets a result or a
-503 with Retry-After (load shed at once instead of queued), the write completes whole."""
+"""A short load-during-write run: a real server answers 200 REST clients and 10 MCP clients
+(its ``/mcp``, the same search gate) searching while a writer applies a new catalog version to
+its index. Nothing fails: every REST request gets a result or a 503 with Retry-After, every MCP
+call a result or the ``overloaded`` tool error (load shed at once instead of queued), and the
+write completes whole."""
 
 from __future__ import annotations
 
@@ -15,12 +17,15 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import httpx
 from fault_integrity import check
 from fault_setup import Scene, WriterPool
+from mcp import Client
 
 IN_FLIGHT = 200
+MCP_CLIENTS = 10
 RUNNING = re.compile(r"Uvicorn running on (http://\S+:\d+)")
 
 
@@ -57,9 +62,34 @@ def _serve(db: Path, cache: Path) -> tuple[subprocess.Popen[str], str, list[str]
     raise RuntimeError("server did not start: " + "".join(log))
 
 
-async def _load(url: str, written: threading.Event) -> tuple[Counter[str], list[float]]:
-    """Keep IN_FLIGHT clients searching until the write is done and each sent three requests."""
+async def _mcp_client(url: str, n: int, outcomes: Counter[str], done: Any) -> None:
+    """One MCP session calling search_tools until ``done()``, at least three times."""
+    try:
+        async with Client(f"{url}/mcp") as session:
+            i = 0
+            while i < 3 or not done():
+                i += 1
+                args = {"query": f"find the {n} invoice number {i}"}
+                result = await session.call_tool("search_tools", args)
+                if not result.is_error:
+                    outcomes["ok"] += 1
+                    continue
+                text = getattr(result.content[0], "text", "")
+                shed = "overloaded: " in text and "retry in " in text
+                outcomes["overloaded" if shed else f"error {text[:120]}"] += 1
+                if shed:
+                    await asyncio.sleep(1)  # as the message asks
+    except Exception as exc:  # a transport failure is an outcome to report, not a crash
+        outcomes[f"error {type(exc).__name__}: {exc}"] += 1
+
+
+async def _load(
+    url: str, written: threading.Event
+) -> tuple[Counter[str], list[float], Counter[str]]:
+    """Keep IN_FLIGHT REST clients and MCP_CLIENTS MCP sessions searching until the write is
+    done and each REST client sent three requests."""
     outcomes: Counter[str] = Counter()
+    mcp: Counter[str] = Counter()
     latencies: list[float] = []
     limits = httpx.Limits(max_connections=IN_FLIGHT, max_keepalive_connections=IN_FLIGHT)
     async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as http:
@@ -83,8 +113,14 @@ async def _load(url: str, written: threading.Event) -> tuple[Counter[str], list[
                     latencies.append(time.perf_counter() - start)
                 outcomes[str(r.status_code)] += 1
 
-        await asyncio.gather(*(client(n) for n in range(IN_FLIGHT)))
-    return outcomes, latencies
+        def done() -> bool:
+            return written.is_set() and sum(outcomes.values()) >= 3 * IN_FLIGHT
+
+        await asyncio.gather(
+            *(client(n) for n in range(IN_FLIGHT)),
+            *(_mcp_client(url, n, mcp, done) for n in range(MCP_CLIENTS)),
+        )
+    return outcomes, latencies, mcp
 
 
 def test_searches_under_load_while_a_writer_applies_a_new_catalog(
@@ -107,7 +143,7 @@ def test_searches_under_load_while_a_writer_applies_a_new_catalog(
     writer = threading.Thread(target=write)
     try:
         writer.start()
-        outcomes, latencies = asyncio.run(_load(url, write_done))
+        outcomes, latencies, mcp = asyncio.run(_load(url, write_done))
         writer.join(timeout=300)
     finally:
         write_done.set()
@@ -119,8 +155,10 @@ def test_searches_under_load_while_a_writer_applies_a_new_catalog(
     assert check(db).tools == scene.v2
     sent = sum(outcomes.values())
     print(
-        f"load during write: {sent} requests, {dict(outcomes)}, "
-        f"p50 {1000 * statistics.median(latencies):.0f} ms of {len(latencies)} answered"
+        f"load during write: {sent} REST requests, {dict(outcomes)}, "
+        f"p50 {1000 * statistics.median(latencies):.0f} ms of {len(latencies)} answered; "
+        f"{sum(mcp.values())} MCP calls, {dict(mcp)}"
     )
-    assert outcomes["200"] > 0
+    assert outcomes["200"] > 0 and mcp["ok"] > 0
     assert set(outcomes) <= {"200", "503"}, (outcomes, "".join(log[-30:]))  # no error or 5xx
+    assert set(mcp) <= {"ok", "overloaded"}, (mcp, "".join(log[-30:]))
