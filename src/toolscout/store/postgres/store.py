@@ -174,8 +174,9 @@ class PostgresStore(SQLStore):
                 f"index --rebuild cannot build beside the live index when its vectors are in "
                 f"Qdrant ({self._qdrant.target.display}): a Qdrant collection cannot be swapped "
                 f"with the PostgreSQL schema in one step. The index was left as it was. Build "
-                f"the new index under another schema= and vectors= collection and point "
-                f"TOOLSCOUT_DB at it when it is done, or run `toolscout index` without --rebuild."
+                f"the new index under another schema= and Qdrant collection and point "
+                f"TOOLSCOUT_DB and TOOLSCOUT_VECTORS at it when it is done, or run "
+                f"`toolscout index` without --rebuild."
             )
         return staging_url(self.database, self._given_url)
 
