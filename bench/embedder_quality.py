@@ -149,7 +149,7 @@ def latency(models: list[str], rounds: int) -> dict[str, dict[str, float]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--models", nargs="+", default=MODELS)
-    parser.add_argument("--sets", nargs="+", default=SETS)
+    parser.add_argument("--sets", nargs="*", default=SETS, help="none: latency only")
     parser.add_argument("--metatool-queries", type=int, default=600)
     parser.add_argument("--latency-rounds", type=int, default=40)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "embedder")
