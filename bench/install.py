@@ -92,12 +92,15 @@ def main() -> None:
         "sentence_transformers": any(n.startswith("sentence_transformers") for n in names),
         "safetensors_files": len(list(site.rglob("*.safetensors"))),
     }
-    if args.uvx and shutil.which("uvx"):
+    if args.uvx and not shutil.which("uvx"):
+        raise SystemExit("--uvx: no uvx on PATH (pip install uv)")
+    if args.uvx:
         env = {**offline, "UV_CACHE_DIR": str(work / "uv-cache")}
         env.pop("HF_HUB_OFFLINE")
-        times["uvx --from WHEEL toolscout --version (cold cache)"] = run(
-            ["uvx", "--from", str(wheel), "toolscout", "--version"], env=env
-        )
+        for label in ("cold cache", "warm cache"):
+            times[f"uvx --from WHEEL toolscout --version ({label})"] = run(
+                ["uvx", "--from", str(wheel), "toolscout", "--version"], env=env
+            )
         report["seconds"] = {k: round(v, 1) for k, v in times.items()}
     print(json.dumps(report, indent=2))
     if not args.keep:
