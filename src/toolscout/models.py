@@ -269,7 +269,7 @@ class SearchRequest:
     limit: int = 5
     skill_limit: int = 3
     skill_threshold: float = 0.4
-    tool_threshold: float = 0.3
+    tool_threshold: float = 0.0
     include_schemas: bool = False
     strategy: Strategy | str = Strategy.HIERARCHICAL
     min_score: float = 0.0
@@ -281,7 +281,8 @@ class SearchRequest:
 
 @dataclass(frozen=True)
 class ToolHit:
-    """One tool in a search result: score 0..1, its skills (``primary_skill_id`` is one of
+    """One tool in a search result: ``score`` is the calibrated probability (0..1) that the
+    tool serves the request, comparable across requests; its skills (``primary_skill_id`` is one of
     ``skill_ids`` or None), its input schema when asked for, the store's row key
     (``db_id``) and the rank it had in each retrieval leg (None: not found by that leg)."""
 
@@ -301,13 +302,18 @@ class SearchResult:
     and metadata named as in the search contract (``strategy_used``, ``skill_ids_used``,
     ``stage1_skill_count``, ``stage2_candidate_count``, ``final_count``,
     ``query_embedding_time_ms``, ``skill_search_time_ms``, ``tool_search_time_ms``,
-    ``schema_load_time_ms``, ``total_time_ms``; also ``searched_fraction``, and ``cached``
-    when the answer came from the result cache)."""
+    ``schema_load_time_ms``, ``total_time_ms``; also ``searched_fraction``, ``calibration``
+    (``"fitted"``, or why the scores are approximate), and ``cached`` when the answer came from
+    the result cache).
+
+    ``no_match``: no indexed tool is likely to serve the request: the best tool's calibrated
+    score is below the calibration's threshold, or no tool reached ``min_score``."""
 
     query: str
     tools: list[ToolHit]
     matched_skills: list[SkillMatch]
     metadata: dict[str, Any]
+    no_match: bool = False
 
     @property
     def hits(self) -> list[ToolHit]:

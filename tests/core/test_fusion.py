@@ -1,7 +1,7 @@
 import pytest
 
 from toolscout.models import Scored
-from toolscout.search.fusion import fuse_rrf, fuse_scores
+from toolscout.search.fusion import fuse_rrf, fuse_scores, spread_intents
 
 
 def test_rrf_scores_are_normalised_and_ties_break_by_id() -> None:
@@ -39,3 +39,16 @@ def test_weights_must_match_runs() -> None:
         fuse_rrf([[Scored("a", 1)]], weights=[1, 2])
     with pytest.raises(ValueError):
         fuse_scores([[Scored("a", 1)]], weights=[0])
+
+
+def test_no_intent_fills_the_first_places_alone() -> None:
+    fused = [Scored(i, 1.0 - n / 10) for n, i in enumerate(["c1", "c2", "c3", "c4", "e1", "x"])]
+    owner = {"c1": 0, "c2": 0, "c3": 0, "c4": 0, "e1": 1}
+    spread = [h.id for h in spread_intents(fused, owner, intents=2, limit=4)]
+    assert spread[:4] == ["c1", "c2", "e1", "x"]  # x belongs to no intent: it never waits
+    assert spread[4:] == ["c3", "c4"]
+
+
+def test_a_single_intent_keeps_the_fused_order() -> None:
+    fused = [Scored("a", 0.9), Scored("b", 0.8)]
+    assert spread_intents(fused, {"a": 0, "b": 0}, intents=1, limit=1) == fused

@@ -257,7 +257,7 @@ def _search_routes(app: FastAPI) -> None:
         skill_ids: Annotated[str | None, Query(description="Comma-separated skill ids.")] = None,
         item_type: ItemType | None = None,
         limit: Annotated[int, Query(ge=1, le=50)] = 10,
-        threshold: Annotated[float, Query(ge=0.0, le=1.0)] = 0.3,
+        threshold: Annotated[float, Query(ge=0.0, le=1.0)] = 0.0,
     ) -> list[ToolOut]:
         """Stage 2 alone: tools ranked inside the given skills (all tools without
         skill_ids), as a list."""

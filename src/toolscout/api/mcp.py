@@ -49,11 +49,24 @@ class ToolResult(BaseModel):
     category: str = Field(description="Category or server, e.g. 'github'.")
     source: str = Field(description="Where the tool was indexed from.")
     description: str
-    score: float = Field(description="Relevance in 0..1, best first.")
+    score: float = Field(
+        description="Calibrated probability (0..1) that the tool serves the request, best first."
+    )
     id: str = Field(description="Pass to get_tool_schema to load the tool's input schema.")
     type: str = Field(description="tool, prompt or resource.")
     skill_ids: list[str] = Field(default_factory=list)
     primary_skill_id: str | None = Field(default=None, description="One of skill_ids, or null.")
+
+
+class SearchAnswer(BaseModel):
+    """search_tools' answer: the tools best first, and whether none is likely to serve."""
+
+    result: list[ToolResult] = Field(description="The tools, best first.")
+    no_match: bool = Field(
+        default=False,
+        description="True: no indexed tool is likely to serve the request; do not call the "
+        "tools listed (if any) for it without checking.",
+    )
 
 
 class ToolSchema(BaseModel):
@@ -193,8 +206,11 @@ def create_mcp_server(
             Field(description="direct: every tool; hierarchical: skills first; hybrid: both."),
         ] = "direct",
         item_type: Literal["tool", "prompt", "resource"] | None = None,
-        min_score: Annotated[float, Field(ge=0.0, le=1.0, description="Drop tools below.")] = 0.0,
-    ) -> list[ToolResult]:
+        min_score: Annotated[
+            float,
+            Field(ge=0.0, le=1.0, description="Drop tools whose probability of fitting is below."),
+        ] = 0.0,
+    ) -> SearchAnswer:
         """Search for the tools that fit what you want to do, best first."""
         try:
             where = await anyio.to_thread.run_sync(scope_filter, engine, scope)
@@ -215,7 +231,7 @@ def create_mcp_server(
                 await anyio.to_thread.run_sync(engine.ensure_indexed)
         except ToolscoutError as exc:
             raise ToolError(mcp_message(exc)) from exc
-        return [
+        tools = [
             ToolResult(
                 name=h.tool.name,
                 category=h.tool.category or h.tool.server or "",
@@ -229,6 +245,7 @@ def create_mcp_server(
             )
             for h in result.tools
         ]
+        return SearchAnswer(result=tools, no_match=result.no_match)
 
     @server.tool(annotations=READ_ONLY)
     def get_tool_schema(tool_id: str) -> ToolSchema:

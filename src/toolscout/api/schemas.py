@@ -41,7 +41,7 @@ class SearchRequest(_Request):
     limit: int = Field(default=5, ge=1, le=50)
     skill_limit: int = Field(default=3, ge=1, le=20)
     skill_threshold: float = Field(default=0.4, ge=0.0, le=1.0)
-    tool_threshold: float = Field(default=0.3, ge=0.0, le=1.0)
+    tool_threshold: float = Field(default=0.0, ge=0.0, le=1.0)
     include_schemas: bool = False
     strategy: Strategy = "hierarchical"
     min_score: float = Field(default=0.0, ge=0.0, le=1.0, description="Drop tools below it.")
@@ -148,6 +148,11 @@ class SearchMetadata(BaseModel):
     schema_load_time_ms: float = 0.0
     total_time_ms: float = 0.0
     searched_fraction: float | None = None
+    calibration: str | None = Field(
+        default=None,
+        description="'fitted', or why the scores are approximate (a calibration fitted for "
+        "another embedding model).",
+    )
     cached: bool | None = None
 
 
@@ -158,6 +163,11 @@ class SearchResponse(BaseModel):
     tools: list[ToolOut]
     matched_skills: list[SkillOut]
     metadata: SearchMetadata
+    no_match: bool = Field(
+        default=False,
+        description="No indexed tool is likely to serve the request (the best calibrated score "
+        "is below the calibration's threshold, or no tool reached min_score).",
+    )
 
     @classmethod
     def of(cls, result: SearchResult) -> SearchResponse:
@@ -167,6 +177,7 @@ class SearchResponse(BaseModel):
             tools=[ToolOut.of(h) for h in result.tools],
             matched_skills=[SkillOut.of_match(m) for m in result.matched_skills],
             metadata=SearchMetadata.model_validate(result.metadata),
+            no_match=result.no_match,
         )
 
 

@@ -125,6 +125,13 @@ def index(
         raise typer.Exit(5)
 
 
+#: What the CLI prints under a result flagged ``no_match``.
+NO_MATCH = (
+    "no suitable tool: no indexed tool is likely to serve this request"
+    " (the tools above, if any, are the closest; see min_score)"
+)
+
+
 @app.command()
 def search(
     query: Annotated[str, typer.Argument(help="What the agent wants to do.")],
@@ -134,7 +141,12 @@ def search(
     ] = Strategy.DIRECT,
     mode: Annotated[SearchMode, typer.Option(help="Retrieval legs.")] = SearchMode.HYBRID,
     limit: Annotated[int, typer.Option(min=1, max=50)] = 5,
-    min_score: Annotated[float, typer.Option(min=0.0, max=1.0, help="Drop tools below.")] = 0.0,
+    min_score: Annotated[
+        float,
+        typer.Option(
+            min=0.0, max=1.0, help="Drop tools below this calibrated probability of fitting."
+        ),
+    ] = 0.0,
     server: Annotated[list[str] | None, typer.Option(help="Only these servers.")] = None,
     source: Annotated[list[str] | None, typer.Option(help="Only these sources.")] = None,
     item_type: Annotated[ItemType | None, typer.Option(help="tool, prompt or resource.")] = None,
@@ -190,6 +202,8 @@ def search(
     for hit in result.tools:
         table.add_row(f"{hit.score:.3f}", escape(hit.tool.id), escape(hit.tool.description[:120]))
     console.print(table)
+    if result.no_match:
+        console.print(NO_MATCH, highlight=False)
     for hit in result.tools if schemas else ():
         console.print(f"[bold]{escape(hit.tool.id)}[/] input schema:", highlight=False)
         console.print_json(json.dumps(hit.tool.input_schema or {}))

@@ -282,7 +282,7 @@ def find(
     limit: Annotated[int, typer.Option()] = 5,
     skill_limit: Annotated[int, typer.Option()] = 3,
     skill_threshold: Annotated[float, typer.Option()] = 0.4,
-    tool_threshold: Annotated[float, typer.Option()] = 0.3,
+    tool_threshold: Annotated[float, typer.Option()] = 0.0,
     item_type: Annotated[ItemType | None, typer.Option(help="tool, prompt or resource.")] = None,
     schemas: Annotated[bool, typer.Option("--schemas", help="Include input schemas.")] = False,
     as_json: JsonOption = False,
@@ -310,3 +310,7 @@ def find(
         table.add_row(f"{h.score:.3f}", escape(h.tool.id), escape(h.primary_skill_id or "-"),
                       escape(h.tool.description[:100]))  # fmt: skip
     console.print(table)
+    if result.no_match:
+        from toolscout.cli.core import NO_MATCH
+
+        console.print(NO_MATCH, highlight=False)

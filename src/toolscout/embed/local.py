@@ -90,7 +90,9 @@ def _tool_model(threads: int) -> PackagedModel:
     folder = graph.parent
     config = OnnxConfig.read(folder / "config.json")
     # One int8 graph for both sides: queries are always embedded by int8 matrix products.
-    return PackagedModel(TOOL_MODEL_NAME, graph, folder / "tokenizer.json", config, threads)
+    model = PackagedModel(TOOL_MODEL_NAME, graph, folder / "tokenizer.json", config, threads)
+    model.graph_sha256 = TOOL_MODEL_SHA256
+    return model
 
 
 def _stock_model(
@@ -115,6 +117,7 @@ def _stock_model(
         query_graph=query_graph,
     )
     model.query_encoder = query_encoder
+    model.graph_sha256 = MODEL_SHA256
     return model
 
 

@@ -109,6 +109,9 @@ class OnnxEmbedder:
 
         self.name = name
         self.config = config
+        #: The sha256 of the document graph when the loader knows it (score calibrations are
+        #: fitted for one graph: search/calibration.py).
+        self.graph_sha256: str | None = None
         try:
             self._tokenizer = Tokenizer.from_file(str(tokenizer))
         except Exception as exc:  # tokenizers raises a bare Exception on a bad file
@@ -215,6 +218,9 @@ def load_folder(path: str, threads: int) -> OnnxEmbedder:
         raise ConfigError(f"embed_model 'onnx:{path}': {tokenizer} is missing")
     config = OnnxConfig.read(folder / "config.json")
     # The name changes with the graph's bytes and with the pooling config: either changes vectors.
-    digest = hashlib.sha256(f"{sha256_of(graph)}\x00{config}".encode()).hexdigest()
+    graph_sha256 = sha256_of(graph)
+    digest = hashlib.sha256(f"{graph_sha256}\x00{config}".encode()).hexdigest()
     name = f"onnx:{folder.name}:{digest[:16]}"
-    return OnnxEmbedder(name, graph, tokenizer, config, threads)
+    model = OnnxEmbedder(name, graph, tokenizer, config, threads)
+    model.graph_sha256 = graph_sha256
+    return model

@@ -74,3 +74,33 @@ def fuse_scores(
         for tool_id, value in normalise(run, floor=floor).items():
             scores[tool_id] = scores.get(tool_id, 0.0) + weight * value
     return _sorted({i: s / total for i, s in scores.items()})
+
+
+def spread_intents(
+    fused: Sequence[Scored], owner: dict[str, int], intents: int, limit: int
+) -> list[Scored]:
+    """Keep any one intent from filling the first ``limit`` places.
+
+    ``owner`` maps a tool to the intent it matches best. Within the first ``limit`` places an
+    intent gets at most ``ceil(limit / intents)`` tools; a tool over its intent's share waits,
+    in order, until the places are filled. Tools of no intent (found only by words) never wait.
+    """
+    if intents < 2:
+        return list(fused)
+    share = -(-limit // intents)
+    head: list[Scored] = []
+    waiting: list[Scored] = []
+    taken = [0] * intents
+    rest: list[Scored] = []
+    for hit in fused:
+        if len(head) >= limit:
+            rest.append(hit)
+            continue
+        who = owner.get(hit.id)
+        if who is not None and taken[who] >= share:
+            waiting.append(hit)
+            continue
+        if who is not None:
+            taken[who] += 1
+        head.append(hit)
+    return head + waiting + rest

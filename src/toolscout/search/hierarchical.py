@@ -222,10 +222,12 @@ class HierarchicalSearcher:
         limit: int,
         threshold: float,
         count: bool = True,
+        places: int | None = None,
     ) -> tuple[list[Ranked], int]:
         """Stage 2: ``req``'s search restricted to ``skill_ids`` (None: the whole catalog);
         returns the ranked tools at or above ``threshold`` and (with ``count``) how many tools
-        the restriction allowed, else -1."""
+        the restriction allowed, else -1. ``places``: how many tools will be shown (each
+        intent of a multi-intent request gets its share of them; default ``limit``)."""
         filters = _filters(req, skill_ids)
         ranked = self.searcher.search(
             req.query,
@@ -233,6 +235,7 @@ class HierarchicalSearcher:
             limit=limit,
             filters=filters,
             query_vectors=vectors,
+            places=places,
         )
         candidates = self.store.count(filters) if count else -1
         return [r for r in ranked if r.score >= threshold], candidates
@@ -287,6 +290,9 @@ class HierarchicalSearcher:
             ranked, matched, used, stage_ms, cand = self._hierarchical(req, vectors)
         else:
             ranked, matched, used, stage_ms, cand = self._hybrid(req, vectors)
+        # Judged before min_score: no tool is likely to serve the request (calibrated scores,
+        # search/calibration.py), or none is left at the caller's level.
+        unlikely = self.searcher.no_match(ranked, SearchMode(req.mode))
         ranked = [r for r in ranked if r.score >= req.min_score]
         t3 = time.perf_counter()
         tools = self.hits(ranked, include_schemas=req.include_schemas)
@@ -304,8 +310,9 @@ class HierarchicalSearcher:
             "schema_load_time_ms": _ms(t3, end),
             "total_time_ms": _ms(t0, end),
             "searched_fraction": round(cand / total, 6) if total else 0.0,
+            "calibration": self.searcher.calibration_status,
         }
-        return SearchResult(req.query, tools, matched, metadata)
+        return SearchResult(req.query, tools, matched, metadata, no_match=unlikely or not tools)
 
     def _direct(self, req: SearchRequest, vectors: Vectors) -> _Stages:
         t1 = time.perf_counter()
@@ -349,8 +356,9 @@ class HierarchicalSearcher:
         scaled by ``safety_net``. Tools with no active skill stay out (only ``direct`` finds
         them)."""
         net, _ = self.search_tools(
-            req, vectors, skill_ids=None, limit=NET_DEPTH, threshold=0.0, count=False
-        )
+            req, vectors, skill_ids=None, limit=NET_DEPTH, threshold=0.0, count=False,
+            places=req.limit,
+        )  # fmt: skip
         active = {s.id for s in self.skill_index().skills}
         assigned = self.store.assignments([r.id for r in net])
         scored: dict[str, Ranked] = {}
@@ -361,10 +369,13 @@ class HierarchicalSearcher:
             factor = 1.0 if skills.intersection(used) else self.safety_net
             scored[r.id] = Ranked(r.id, r.score * factor, r.lexical_rank, r.vector_rank)
         kept = (r for r in scored.values() if r.score >= req.tool_threshold)
-        return sorted(kept, key=lambda r: (-r.score, r.id))[: req.limit]
+        # Equal scores keep the searcher's order (which already broke its ties by id): calibrated
+        # scores never rise down a ranking, so ties are common and the order is the ranking's.
+        rank = {r.id: i for i, r in enumerate(net)}
+        return sorted(kept, key=lambda r: (-r.score, rank[r.id]))[: req.limit]
 
     def _hybrid(self, req: SearchRequest, vectors: Vectors) -> _Stages:
-        # Both strategies at once; a tool keeps its better score (ties by id).
+        # Both strategies at once; a tool keeps its better score (ties: direct's order first).
         with ThreadPoolExecutor(max_workers=2) as pool:
             h = pool.submit(self._hierarchical, req, vectors)
             d = pool.submit(self._direct, req, vectors)
@@ -374,7 +385,10 @@ class HierarchicalSearcher:
         for r in [*hr, *dr]:
             if r.id not in best or r.score > best[r.id].score:
                 best[r.id] = r
-        merged = sorted(best.values(), key=lambda r: (-r.score, r.id))[: req.limit]
+        rank = {r.id: i for i, r in enumerate(dr)}
+        for i, r in enumerate(hr):
+            rank.setdefault(r.id, len(dr) + i)
+        merged = sorted(best.values(), key=lambda r: (-r.score, rank[r.id]))[: req.limit]
         stage_ms = {"stage1": h_ms["stage1"], "stage2": max(h_ms["stage2"], d_ms["stage2"])}
         return merged, matched, used, stage_ms, max(h_cand, d_cand)
 

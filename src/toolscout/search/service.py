@@ -94,7 +94,7 @@ class SearchService:
         skill_ids: Sequence[str] | None,
         item_type: ItemType | None = None,
         limit: int = 10,
-        threshold: float = 0.3,
+        threshold: float = 0.0,
     ) -> list[ToolHit]:
         """Stage 2 alone: tools of ``skill_ids`` (None: every tool), best first.
 

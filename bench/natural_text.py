@@ -1,0 +1,106 @@
+"""Which tool text should the vector leg embed? Cosine only, side by side, one run.
+
+    python bench/natural_text.py [--sets livemcp_paraphrase metatool bfcl] [--max-queries 400]
+
+Text variants (the query side is the same for all: the request's intents, best cosine):
+
+* ``current`` — what toolscout indexes (search/document.py ``embed_text``): readable name and
+  server, description, the offline enrichment's action pairs, server context sentence and
+  example values, parameter names;
+* ``no_enrichment`` — the same without enrichment;
+* ``clean`` — readable name, description, parameter names (no server, no enrichment);
+* ``clean_identifier`` — ``clean`` led by the raw identifier (``AclApi.add_mapping (acl api
+  add mapping): ...``);
+* ``plain`` — the newcomer's ``name + split name + description + parameter names``.
+
+Tool vectors come from the embedding cache when bench/natural.py or an earlier run made them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from natural import ROOT, datasets, load_requests, open_index, plain_text
+from toolscout.eval.metrics import mean, score_query
+from toolscout.models import Tool
+from toolscout.search.document import embed_text, readable_name
+
+Fields = Mapping[str, str] | None
+
+
+def _clean(tool: Tool, head: str | None = None) -> str:
+    params = [readable_name(p) for p in tool.parameter_names()[:12]]
+    tail = f" Parameters: {', '.join(params)}." if params else ""
+    return f"{head or readable_name(tool.name)}: {tool.description.strip()}{tail}"[:1000]
+
+
+def _clean_identifier(tool: Tool) -> str:
+    readable = readable_name(tool.name)
+    same = readable.replace(" ", "") == tool.name.lower()
+    return _clean(tool, tool.name if same else f"{tool.name} ({readable})")
+
+
+VARIANTS: dict[str, Callable[[Tool, Fields], str]] = {
+    "current": lambda t, extra: embed_text(t, extra),
+    "no_enrichment": lambda t, extra: embed_text(t, None),
+    "clean": lambda t, extra: _clean(t),
+    "clean_identifier": lambda t, extra: _clean_identifier(t),
+    "plain": lambda t, extra: plain_text(t),
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sets", nargs="+", default=["livemcp_paraphrase", "metatool", "bfcl"])
+    parser.add_argument("--natural", type=Path, default=ROOT / "data" / "natural")
+    parser.add_argument("--max-queries", type=int, default=400)
+    parser.add_argument("--db-dir", type=Path, default=ROOT / "bench" / "out" / "natural" / "db")
+    parser.add_argument("--splits", nargs="+", default=["dev"])
+    args = parser.parse_args()
+    all_sets = datasets(args.natural)
+    report: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
+    for name in args.sets:
+        ds = all_sets[name]
+        reqs = [r for r in load_requests(ds, args.max_queries) if r.split in args.splits]
+        engine, tools = open_index(args.db_dir / f"{name}.db", ds.tools, name)
+        extra, _ = engine.enrichment_fields({t.id: t for t in tools}, set())
+        ids = [t.id for t in tools]
+        queries = [engine.searcher.embed_query(r.text) for r in reqs]
+        report[name] = {}
+        for variant, text_of in VARIANTS.items():
+            matrix = engine.embedder.embed([text_of(t, extra.get(t.id)) for t in tools])
+            for split in args.splits:
+                rows = []
+                for r, q in zip(reqs, queries, strict=True):
+                    if r.split != split:
+                        continue
+                    sims = (q @ matrix.T).max(axis=0)
+                    ranked = [ids[i] for i in np.argsort(-sims, kind="stable")[:10]]
+                    rows.append(score_query(ranked, r.gold))
+                m = mean(rows)
+                report[name].setdefault(split, {})[variant] = {
+                    "hit@3": m["hit@3"],
+                    "ndcg@10": m["ndcg@10"],
+                }
+                print(
+                    f"{name:18s} {split:4s} n={len(rows):4d} {variant:17s} "
+                    f"hit@3 {100 * m['hit@3']:5.1f}  nDCG@10 {100 * m['ndcg@10']:5.1f}",
+                    flush=True,
+                )
+        engine.close()
+    out = ROOT / "bench" / "out" / "natural"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "natural_text.json").write_text(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

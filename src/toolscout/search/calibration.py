@@ -1,0 +1,246 @@
+"""Calibrated relevance: a hit's ``score`` is the probability that the tool serves the request.
+
+The legs' raw evidence is comparable across requests, unlike a per-request rescaling (which gives
+"zzzz qqqq" a top score of 1.0). A logistic model maps four features of a hit to that
+probability:
+
+* ``cosine``: the hit's cosine similarity to the request (best over its intents);
+* ``standout``: that cosine minus the median cosine of the vector leg's candidates, i.e. how far
+  the tool stands out from the crowd for this request;
+* ``lexical``: the hit's BM25 score in units of the largest IDF, ``ln(N + 1)``;
+* ``relative``: the fused score relative to the request's best (the ranking's own view).
+
+The model is fitted on the *training* requests of ``data/natural`` (their tools and catalogs are
+disjoint from every reported test set) by ``python bench/calibrate.py --write``, which writes
+``calibration.json`` beside this module with the embedding model's name and the sha256 of its
+graph. Cosines of another model mean something else: with any other active model the scores
+still rank the same, but their probabilities are approximate and a request is flagged
+``no_match`` only when no hit is left at all; :meth:`Calibration.status` says which case holds
+and every search reports it in ``metadata["calibration"]``.
+
+``no_match_below``: a request whose best hit scores below it is flagged ``no_match``. It was chosen
+on dev requests (at most 5 % of answerable dev requests flagged; bench/calibrate.py).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from toolscout.embed.base import Embedder
+from toolscout.errors import ConfigError
+
+#: The features each search mode has (a ``bm25`` search embeds nothing, a ``vector`` search runs
+#: no lexical leg), in the order of a model's coefficients.
+MODE_FEATURES: dict[str, tuple[str, ...]] = {
+    "hybrid": ("cosine", "standout", "lexical", "relative"),
+    "vector": ("cosine", "standout", "relative"),
+    "bm25": ("lexical", "relative"),
+}
+#: The features of the request-level model: the request's best hit's evidence.
+REQUEST_FEATURES: dict[str, tuple[str, ...]] = {
+    "hybrid": ("cosine", "standout", "lexical"),
+    "vector": ("cosine", "standout"),
+    "bm25": ("lexical",),
+}
+CALIBRATION_FILE = "calibration.json"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the legs said about one hit (see the module docstring); None: leg not run."""
+
+    cosine: float | None
+    standout: float | None
+    lexical: float | None
+    relative: float
+
+    def values(self, names: Sequence[str]) -> list[float]:
+        return [float(getattr(self, n) or 0.0) for n in names]
+
+
+@dataclass(frozen=True)
+class ModeModel:
+    """One search mode's two logistic models: ``P(answerable)`` from the best hit's evidence
+    (``request_coef``, ``request_intercept``; empty: always 1) and ``P(this hit fits | the
+    request is answerable)`` from the hit's own evidence (``coef``, ``intercept``)."""
+
+    coef: tuple[float, ...]
+    intercept: float
+    no_match_below: float
+    request_coef: tuple[float, ...] = ()
+    request_intercept: float = 0.0
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """One logistic model per search mode, fitted for the embedding model ``fitted_for``."""
+
+    models: dict[str, ModeModel]
+    fitted_for: str
+    provenance: str = ""
+    #: The sha256 of the fitted model's graph (None: not recorded).
+    model_sha256: str | None = None
+
+    def fits(self, embedder: Embedder) -> bool:
+        """Whether this calibration was fitted for ``embedder`` (same name, same graph)."""
+        name, digest = embedder_identity(embedder)
+        if name != self.fitted_for:
+            return False
+        return self.model_sha256 is None or digest is None or digest == self.model_sha256
+
+    def status(self, embedder: Embedder) -> str:
+        """``"fitted"``, or what the calibration was fitted for instead of ``embedder``."""
+        if self.fits(embedder):
+            return "fitted"
+        name, digest = embedder_identity(embedder)
+        mine = f"{self.fitted_for} sha256 {(self.model_sha256 or '?')[:12]}"
+        theirs = f"{name} sha256 {(digest or '?')[:12]}"
+        return f"approximate: fitted for {mine}, active {theirs}"
+
+    def probability(self, mode: str, evidence: Evidence, answerable: float = 1.0) -> float:
+        """The probability that the hit serves the request (0..1): ``answerable`` (see
+        :meth:`answerable`) times the probability that it is the fitting hit if one exists."""
+        model = self.models[mode]
+        x = evidence.values(MODE_FEATURES[mode])
+        return answerable * _sigmoid(model.intercept, model.coef, x)
+
+    def answerable(self, mode: str, best: Evidence) -> float:
+        """The probability that some indexed tool serves the request, from its best hit."""
+        model = self.models[mode]
+        if not model.request_coef:
+            return 1.0
+        x = best.values(REQUEST_FEATURES[mode])
+        return _sigmoid(model.request_intercept, model.request_coef, x)
+
+    def no_match_below(self, mode: str) -> float:
+        """A request whose best hit scores below this is flagged ``no_match``."""
+        return self.models[mode].no_match_below
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "fitted_for": self.fitted_for,
+            "model_sha256": self.model_sha256,
+            "provenance": self.provenance,
+            "models": {
+                mode: {
+                    "features": list(MODE_FEATURES[mode]),
+                    "coef": [round(c, 6) for c in m.coef],
+                    "intercept": round(m.intercept, 6),
+                    "no_match_below": round(m.no_match_below, 6),
+                    "request": {
+                        "features": list(REQUEST_FEATURES[mode]),
+                        "coef": [round(c, 6) for c in m.request_coef],
+                        "intercept": round(m.request_intercept, 6),
+                    },
+                }
+                for mode, m in sorted(self.models.items())
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Calibration:
+        """Raises: ConfigError when a mode is missing or its features differ from this code."""
+        try:
+            models: dict[str, ModeModel] = {}
+            for mode, names in MODE_FEATURES.items():
+                row = data["models"][mode]
+                if list(row["features"]) != list(names):
+                    raise ConfigError(
+                        f"calibration features for {mode} are {row['features']!r}, this code "
+                        f"computes {list(names)}; re-fit with `python bench/calibrate.py`"
+                    )
+                coef = tuple(float(c) for c in row["coef"])
+                if len(coef) != len(names):
+                    raise ValueError(f"{mode}: {len(coef)} coefficients for {len(names)} features")
+                request = row.get("request") or {"features": [], "coef": [], "intercept": 0.0}
+                request_coef = tuple(float(c) for c in request["coef"])
+                if request_coef and list(request["features"]) != list(REQUEST_FEATURES[mode]):
+                    raise ConfigError(
+                        f"calibration request features for {mode} are {request['features']!r}, "
+                        f"this code computes {list(REQUEST_FEATURES[mode])}; re-fit with "
+                        "`python bench/calibrate.py --write`"
+                    )
+                models[mode] = ModeModel(
+                    coef,
+                    float(row["intercept"]),
+                    float(row["no_match_below"]),
+                    request_coef,
+                    float(request["intercept"]),
+                )
+            digest = data.get("model_sha256")
+            return cls(
+                models,
+                str(data["fitted_for"]),
+                str(data.get("provenance", "")),
+                str(digest) if digest else None,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(f"calibration file is malformed: {exc}") from exc
+
+
+def _sigmoid(intercept: float, coef: Sequence[float], x: Sequence[float]) -> float:
+    z = intercept + sum(c * f for c, f in zip(coef, x, strict=True))
+    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
+
+
+def embedder_identity(embedder: Embedder) -> tuple[str, str | None]:
+    """The model's name and its graph's sha256 (None when the embedder does not say), seen
+    through wrappers (caches, batching)."""
+    inner: object = embedder
+    while hasattr(inner, "inner"):
+        inner = inner.inner
+    digest = getattr(inner, "graph_sha256", None)
+    return embedder.name, digest if isinstance(digest, str) else None
+
+
+def load_calibration(path: Path | None = None) -> Calibration:
+    """The packaged calibration (or the file at ``path``).
+
+    Raises:
+        ConfigError: missing or malformed file.
+    """
+    try:
+        text = (
+            path.read_text(encoding="utf-8")
+            if path is not None
+            else resources.files("toolscout.search").joinpath(CALIBRATION_FILE).read_text("utf-8")
+        )
+        data = json.loads(text)
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"cannot read the calibration file: {exc}") from exc
+    return Calibration.from_dict(data)
+
+
+def fit_logistic(
+    features: NDArray[np.float64],
+    labels: NDArray[np.float64],
+    *,
+    weights: NDArray[np.float64] | None = None,
+    l2: float = 1e-3,
+    iterations: int = 50,
+) -> tuple[tuple[float, ...], float]:
+    """Weighted L2-regularised logistic regression by Newton's method: ``(coef, intercept)``."""
+    n, d = features.shape
+    x = np.hstack([features, np.ones((n, 1))])
+    w = np.ones(n) if weights is None else weights
+    beta = np.zeros(d + 1)
+    reg = np.full(d + 1, l2)
+    reg[-1] = 0.0
+    for _ in range(iterations):
+        p = 1.0 / (1.0 + np.exp(-np.clip(x @ beta, -50, 50)))
+        grad = x.T @ (w * (p - labels)) + reg * beta
+        hess = (x * (w * p * (1 - p))[:, None]).T @ x + np.diag(reg)
+        step = np.linalg.solve(hess + 1e-9 * np.eye(d + 1), grad)
+        beta -= step
+        if float(np.abs(step).max()) < 1e-8:
+            break
+    return tuple(float(b) for b in beta[:-1]), float(beta[-1])
