@@ -18,7 +18,8 @@ model.
      taken out (a near miss) and for requests of the *other* training sources searched over this
      catalog (APIs of another domain; a rare accidental fit there is label noise).
    A hit's score is the product of the two.
-2. Choose ``no_match_below`` per mode on **dev** requests only: the highest threshold that flags
+2. Choose ``no_match_below`` (a bound on ``P(answerable)``) per mode on **dev** requests only:
+   the highest threshold that flags
    at most 5 % of the answerable dev requests, pooled (the paraphrase set's odd ids, the dev
    splits of data/natural, the multi-intent set), then report the share of each dev set and of
    the no-match dev requests (tests/data/no_match, odd ids) it flags.
@@ -137,8 +138,7 @@ def top_evidence(engine: Engine, texts: list[str]) -> dict[str, list[Evidence | 
 def _prob(model: ModeModel, mode: str, ev: Evidence | None) -> float:
     if ev is None:
         return 0.0
-    cal = Calibration({mode: model}, "-")
-    return cal.probability(mode, ev, cal.answerable(mode, ev))
+    return Calibration({mode: model}, "-").answerable(mode, ev)
 
 
 def main() -> int:

@@ -8,7 +8,7 @@ out), nDCG@10 and hit@3 of
 
 * ``vector`` / ``bm25`` — toolscout's own legs (``--mode vector|bm25``);
 * ``hybrid`` — the default search; ``hybrid_2.5_0.25`` — the same with the lexical weight's
-  previous midpoint and slope (2.5 / 0.25), to show what the re-tuning changed;
+  midpoint and slope at 2.5 / 0.25 instead of 3.0 / 0.5;
 * ``plain_cosine`` — cosine with the same model over ``name + split name + description +
   parameter names`` (whole query), the baseline a newcomer would write first;
 * ``weighted_rrf`` — twenty lines anyone can write: bm25s (stemmed, English stopwords) and
@@ -17,7 +17,8 @@ out), nDCG@10 and hit@3 of
 and ``flagged``: the share of answerable requests the default marks ``no_match``. Then the
 no-match requests (tests/data/no_match, odd ids dev, even ids held out) over the two catalogs
 they were written for, and the multi-intent requests (tests/data/multi_intent): complete@5 of
-the ``direct``, ``hierarchical`` and ``hybrid`` strategies.
+the ``direct``, ``hierarchical`` and ``hybrid`` strategies, beside the same code with
+sentences embedded apart and no per-intent share of the first places (``:sentences_no_quota``).
 
 Sets: ``livemcp_paraphrase`` (tests/data, odd ids dev), ``metatool`` / ``gorilla_apibench`` /
 ``bfcl`` / ``toolalpaca`` (data/natural, split by tool; toolalpaca is test only),

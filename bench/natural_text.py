@@ -28,7 +28,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from natural import ROOT, datasets, load_requests, open_index, plain_text
+from natural import ROOT, datasets, db_folder, load_requests, open_index, plain_text
+from toolscout.embed.base import DEFAULT_MODEL
 from toolscout.eval.metrics import mean, score_query
 from toolscout.models import Tool
 from toolscout.search.document import embed_text, readable_name
@@ -62,15 +63,16 @@ def main() -> int:
     parser.add_argument("--sets", nargs="+", default=["livemcp_paraphrase", "metatool", "bfcl"])
     parser.add_argument("--natural", type=Path, default=ROOT / "data" / "natural")
     parser.add_argument("--max-queries", type=int, default=400)
-    parser.add_argument("--db-dir", type=Path, default=ROOT / "bench" / "out" / "natural" / "db")
+    parser.add_argument("--db-dir", type=Path, default=None, help="default: bench/out/natural/db")
     parser.add_argument("--splits", nargs="+", default=["dev"])
     args = parser.parse_args()
     all_sets = datasets(args.natural)
+    db_dir = args.db_dir or db_folder(ROOT / "bench" / "out" / "natural" / "db", DEFAULT_MODEL)
     report: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
     for name in args.sets:
         ds = all_sets[name]
         reqs = [r for r in load_requests(ds, args.max_queries) if r.split in args.splits]
-        engine, tools = open_index(args.db_dir / f"{name}.db", ds.tools, name)
+        engine, tools = open_index(db_dir / f"{name}.db", ds.tools, name)
         extra, _ = engine.enrichment_fields({t.id: t for t in tools}, set())
         ids = [t.id for t in tools]
         queries = [engine.searcher.embed_query(r.text) for r in reqs]

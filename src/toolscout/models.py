@@ -139,12 +139,15 @@ class Filters:
 
 @dataclass(frozen=True)
 class Ranked:
-    """A fused ranking entry before tools are loaded: id, 0..1 score, rank in each leg."""
+    """A fused ranking entry before tools are loaded: id, 0..1 score, rank in each leg, and
+    the calibrated probability that any indexed tool serves the request (the same for every
+    entry of one search; None: not computed)."""
 
     id: str
     score: float
     lexical_rank: int | None = None
     vector_rank: int | None = None
+    answerable: float | None = None
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,17 @@ def test_a_closer_tool_is_more_likely_to_fit() -> None:
     assert cal.probability("bm25", near) > cal.probability("bm25", far)
 
 
+def test_a_request_whose_best_hit_is_closer_is_more_likely_answerable() -> None:
+    cal = load_calibration()
+    near = Evidence(cosine=0.7, standout=0.4, lexical=1.5, relative=1.0)
+    far = Evidence(cosine=0.25, standout=0.1, lexical=0.0, relative=1.0)
+    for mode in ("hybrid", "vector"):
+        assert cal.answerable(mode, near) > cal.answerable(mode, far)
+        assert cal.probability(mode, near, cal.answerable(mode, near)) <= cal.probability(
+            mode, near
+        )
+
+
 def test_a_calibration_with_other_features_is_refused_with_the_fix(tmp_path: Path) -> None:
     data = load_calibration().to_dict()
     data["models"]["hybrid"]["features"] = ["cosine"]

@@ -153,6 +153,11 @@ class SearchMetadata(BaseModel):
         description="'fitted', or why the scores are approximate (a calibration fitted for "
         "another embedding model).",
     )
+    answerable: float | None = Field(
+        default=None,
+        description="Calibrated probability that some indexed tool serves the request (no_match "
+        "when it is below the calibration's threshold).",
+    )
     cached: bool | None = None
 
 

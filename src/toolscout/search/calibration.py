@@ -1,8 +1,10 @@
 """Calibrated relevance: a hit's ``score`` is the probability that the tool serves the request.
 
 The legs' raw evidence is comparable across requests, unlike a per-request rescaling (which gives
-"zzzz qqqq" a top score of 1.0). A logistic model maps four features of a hit to that
-probability:
+"zzzz qqqq" a top score of 1.0). The score is a product of two logistic models:
+``P(answerable)``, that some indexed tool serves the request, from the best hit's evidence
+(cosine, standout, lexical), and ``P(fits | answerable)``, that this hit is the one, from the
+hit's own evidence:
 
 * ``cosine``: the hit's cosine similarity to the request (best over its intents);
 * ``standout``: that cosine minus the median cosine of the vector leg's candidates, i.e. how far
@@ -18,8 +20,8 @@ still rank the same, but their probabilities are approximate and a request is fl
 ``no_match`` only when no hit is left at all; :meth:`Calibration.status` says which case holds
 and every search reports it in ``metadata["calibration"]``.
 
-``no_match_below``: a request whose best hit scores below it is flagged ``no_match``. It was chosen
-on dev requests (at most 5 % of answerable dev requests flagged; bench/calibrate.py).
+``no_match_below``: a request whose ``P(answerable)`` is below it is flagged ``no_match``. It was
+chosen on dev requests (at most 5 % of answerable dev requests flagged; bench/calibrate.py).
 """
 
 from __future__ import annotations
@@ -122,7 +124,7 @@ class Calibration:
         return _sigmoid(model.request_intercept, model.request_coef, x)
 
     def no_match_below(self, mode: str) -> float:
-        """A request whose best hit scores below this is flagged ``no_match``."""
+        """A request whose :meth:`answerable` is below this is flagged ``no_match``."""
         return self.models[mode].no_match_below
 
     def to_dict(self) -> dict[str, Any]:

@@ -293,6 +293,7 @@ class HierarchicalSearcher:
         # Judged before min_score: no tool is likely to serve the request (calibrated scores,
         # search/calibration.py), or none is left at the caller's level.
         unlikely = self.searcher.no_match(ranked, SearchMode(req.mode))
+        answerable = ranked[0].answerable if ranked else 0.0
         ranked = [r for r in ranked if r.score >= req.min_score]
         t3 = time.perf_counter()
         tools = self.hits(ranked, include_schemas=req.include_schemas)
@@ -311,6 +312,7 @@ class HierarchicalSearcher:
             "total_time_ms": _ms(t0, end),
             "searched_fraction": round(cand / total, 6) if total else 0.0,
             "calibration": self.searcher.calibration_status,
+            "answerable": round(answerable, 6) if answerable is not None else None,
         }
         return SearchResult(req.query, tools, matched, metadata, no_match=unlikely or not tools)
 
@@ -367,7 +369,7 @@ class HierarchicalSearcher:
             if not skills:
                 continue
             factor = 1.0 if skills.intersection(used) else self.safety_net
-            scored[r.id] = Ranked(r.id, r.score * factor, r.lexical_rank, r.vector_rank)
+            scored[r.id] = replace(r, score=r.score * factor)
         kept = (r for r in scored.values() if r.score >= req.tool_threshold)
         # Equal scores keep the searcher's order (which already broke its ties by id): calibrated
         # scores never rise down a ranking, so ties are common and the order is the ranking's.

@@ -17,8 +17,8 @@ fixes both:
   the best tool for the whole request ("book a meeting *and email her the agenda*").
 
 Scores are calibrated (``search/calibration.py``): a hit's score is the probability that the tool
-serves the request, comparable across requests; a request whose best hit is unlikely to fit is
-a ``no_match``.
+serves the request, comparable across requests; a request that no indexed tool is likely to
+serve (judged from its best hit) is a ``no_match``.
 """
 
 from __future__ import annotations
@@ -189,7 +189,9 @@ class HybridSearcher:
             return True
         if self.calibration_status != "fitted":
             return False
-        return ranked[0].score < self.calibration.no_match_below(mode.value)
+        answerable = ranked[0].answerable
+        chance = ranked[0].score if answerable is None else answerable
+        return chance < self.calibration.no_match_below(mode.value)
 
     def search_evidence(
         self,
@@ -289,7 +291,8 @@ class HybridSearcher:
         ceiling = 1.0
         for hit, ev in zip(top, evidence, strict=True):
             ceiling = min(ceiling, self.calibration.probability(mode.value, ev, answerable))
-            out.append((Ranked(hit.id, ceiling, lex_rank.get(hit.id), vec_rank.get(hit.id)), ev))
+            ranked = Ranked(hit.id, ceiling, lex_rank.get(hit.id), vec_rank.get(hit.id), answerable)
+            out.append((ranked, ev))
         return out
 
     def _fuse(
