@@ -13,7 +13,7 @@ from mcp import Client
 from typer.testing import CliRunner
 
 from toolscout.api.mcp import create_mcp_server
-from toolscout.cli import app
+from toolscout.cli import _register, app
 from toolscout.engine import Engine
 from toolscout.models import SearchRequest
 
@@ -50,9 +50,10 @@ def test_rest_answers_no_match_in_the_body_and_honours_min_score(client: TestCli
     assert body["metadata"]["calibration"] == "fitted"
     good = client.post(SEARCH, json={"query": ANSWERABLE}).json()
     assert good["no_match"] is False and good["tools"]
-    top = good["tools"][0]["score"]
+    top = good["tools"][0]["score"] - 1e-6  # scores are rounded to 6 places
     high = client.post(SEARCH, json={"query": ANSWERABLE, "min_score": top}).json()
     assert high["tools"] and all(t["score"] >= top for t in high["tools"])
+    assert len(high["tools"]) < len(good["tools"])
     got = client.get(SEARCH, params={"query": ANSWERABLE, "min_score": 1.0}).json()
     assert got["tools"] == [] and got["no_match"] is True
     got = client.get(SEARCH, params={"query": NONSENSE}).json()
@@ -87,6 +88,7 @@ def test_mcp_search_tools_says_no_match_and_honours_min_score(api_engine: Engine
 
 
 def test_cli_search_says_no_suitable_tool(served_db: Path) -> None:
+    _register()
     cli = CliRunner()
     plain = cli.invoke(app, ["search", NONSENSE, "--db", str(served_db)], terminal_width=200)
     assert plain.exit_code == 0, plain.output
