@@ -259,6 +259,23 @@ def main() -> int:
             + ", ".join(f"{k} {100 * v:.1f} %" for k, v in flagged.items()),
             flush=True,
         )
+    # Same-run baselines, by the same rule (5 % of the pooled answerable dev requests flagged):
+    # the best hit's raw cosine alone, and the hit-level probability alone (no request model).
+    fit = models["hybrid"]
+    hit_only = Calibration({"hybrid": replace(fit, request_coef=())}, "-")
+    baselines: dict[str, Any] = {
+        "best_cosine": lambda e: e.cosine or 0.0,
+        "hit_probability": lambda e: hit_only.probability("hybrid", e),
+    }
+    for name, judge in baselines.items():
+        pooled = [judge(e) if e else 0.0 for evs in answerable.values() for e in evs["hybrid"]]
+        cut = float(np.quantile(pooled, MAX_FLAGGED))
+        dev = float(np.mean([(judge(e) if e else 0.0) < cut for e in unanswerable["hybrid"]]))
+        test = float(np.mean([(judge(e) if e else 0.0) < cut for e in held_out["hybrid"]]))
+        report[f"baseline:{name}"] = {"cut": cut, "no_match_flagged_dev": dev,
+                                      "no_match_flagged_test": test}  # fmt: skip
+        print(f"baseline {name}: cut {cut:.3f}; no-match dev flagged {100 * dev:.1f} %, "
+              f"held-out {100 * test:.1f} %", flush=True)  # fmt: skip
     provenance = (
         f"bench/calibrate.py --write --embed-model {model} --max-train {args.max_train} "
         f"--max-dev {args.max_dev} --max-foreign {args.max_foreign}: "

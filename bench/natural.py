@@ -293,7 +293,7 @@ def run_multi_intent(db_dir: Path) -> dict[str, Any]:
                     key = strategy if variant == "default" else f"{strategy}:{variant}"
                     scores.setdefault(key, []).append(score_query(got, r["gold"]))
             searcher.config = default
-            del searcher.intents
+            searcher.__dict__.pop("intents", None)
         engine.close()
     report = {}
     for strategy, rows_ in scores.items():
