@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from importlib import resources
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -30,11 +31,13 @@ def test_flat_hybrid_contributions_add_up_to_each_hits_score(starter: Engine) ->
     plain = starter.search("send an email to a colleague", limit=8)
     assert [h.tool.id for h in found.hits] == [h.tool.id for h in plain.hits]
     assert found.lexical_weight + found.vector_weight == pytest.approx(1.0)
+    assert [h.score for h in found.hits] == [h.score for h in plain.hits]
     for hit in found.hits:
         assert hit.note is None
-        assert hit.lexical.contribution + hit.vector.contribution == pytest.approx(
-            hit.score, abs=0.005
-        )
+        assert hit.lexical.contribution + hit.vector.contribution == pytest.approx(hit.fused)
+    # The contributions reproduce the ranking: the fused scores fall down the list.
+    fused = [h.fused for h in found.hits]
+    assert all(a >= b - 0.005 for a, b in pairwise(fused))
     assert found.hits[0].lexical.rank == 1 or found.hits[0].vector.rank == 1
 
 

@@ -28,7 +28,7 @@ from toolscout.models import (
 )
 from toolscout.search.document import lexical_fields
 from toolscout.search.hybrid import HybridSearcher
-from toolscout.search.text import query_tokens
+from toolscout.search.text import identifier_key, query_tokens
 from toolscout.store.base import Store
 
 if TYPE_CHECKING:
@@ -71,8 +71,11 @@ class HitEvidence:
     skills: tuple[str, ...] = ()
     routed_by: tuple[str, ...] = ()
     schema: dict[str, object] | None = None
-    #: Why ``score`` differs from the legs' contributions, when it does.
+    #: Why the hit is where it is when the legs alone do not say (safety net, exact name).
     note: str | None = None
+    #: The legs' contributions added up: the fused score the ranking orders by (``score`` is
+    #: the calibrated probability computed from the legs' raw evidence).
+    fused: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -205,25 +208,22 @@ def explain_hits(
                 skills=r.skills,
                 routed_by=tuple(s for s in r.skills if s in routing),
                 schema=r.schema,
-                note=_note(
-                    r.score, lex_norm * lw + vec_norm * vw, bool(routing), r.skills, routing
-                ),
+                note=_note(r.tool.name, query, bool(routing), r.skills, routing),
+                fused=lex_norm * lw + vec_norm * vw,
             )
         )
     return hits, tuple(tokens), (lw, vw)
 
 
 def _note(
-    score: float, fused: float, routed: bool, skills: Sequence[str], routing: set[str]
+    name: str, query: str, routed: bool, skills: Sequence[str], routing: set[str]
 ) -> str | None:
-    """Say why the engine's score is not the sum of the legs' contributions."""
-    if abs(score - fused) < 0.005:
-        return None
+    """Say why a hit is placed where the legs' contributions alone would not put it."""
     if routed and not routing.intersection(skills):
-        return f"outside the matched skills: the safety net scaled {fused:.3f} to {score:.3f}"
-    if score >= 0.999 > fused:
+        return "outside the matched skills: kept by the safety net at a reduced score"
+    if identifier_key(name) == identifier_key(query):
         return "the query is this tool's name: exact-name matches rank first"
-    return f"the legs give {fused:.3f}; ranking after fusion set {score:.3f}"
+    return None
 
 
 def _rrf(rank: int | None, k: int) -> float:
