@@ -89,12 +89,20 @@ def test_watch_command_reports_changes_and_stops_on_ctrl_c(tmp_path: Path) -> No
     tools.mkdir(parents=True)
     (tools / "shout.py").write_text('def run(s: str):\n    """Upper-case a text."""\n', "utf-8")
     args = ["watch", "--db", str(tmp_path / "w.db"), "--tools-dir", str(tmp_path / "tools")]
+    # Its own vector cache: the process is killed on failure, and must not share a cache file
+    # with the rest of the suite. PYTHONFAULTHANDLER: a SIGABRT on timeout dumps every thread.
+    env = {
+        **os.environ,
+        "COLUMNS": "400",
+        "TOOLSCOUT_CACHE_DIR": str(tmp_path / "cache"),
+        "PYTHONFAULTHANDLER": "1",
+    }
     proc = subprocess.Popen(
         [sys.executable, "-c", RUN_CLI, *args, "--debounce-ms", "50"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "COLUMNS": "400"},
+        env=env,
     )
     lines: queue.Queue[str] = queue.Queue()
 
@@ -124,7 +132,15 @@ def test_watch_command_reports_changes_and_stops_on_ctrl_c(tmp_path: Path) -> No
         )
         wait_for("added 1")
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=30) == 0
+        try:
+            code = proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)  # faulthandler prints where each thread is
+            proc.wait(timeout=30)
+            reader.join(timeout=30)
+            stacks = "".join(lines.queue)
+            pytest.fail(f"watch did not stop within 30 s of Ctrl-C; its threads:\n{stacks}")
+        assert code == 0
     finally:
         if proc.poll() is None:
             proc.kill()
