@@ -84,6 +84,12 @@ def test_a_missing_tools_dir_is_refused_up_front(cli: CliRunner, tmp_path: Path)
     assert "no such directory" in str(result.exception)
 
 
+def _ctrl_c_as_in_a_terminal() -> None:
+    """A child inherits an ignored SIGINT, and some library of the suite leaves the test process
+    ignoring it; a terminal's Ctrl-C reaches a process whose SIGINT is at its default."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_watch_command_reports_changes_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     tools = tmp_path / "tools" / "mcptools" / "text"
     tools.mkdir(parents=True)
@@ -103,6 +109,7 @@ def test_watch_command_reports_changes_and_stops_on_ctrl_c(tmp_path: Path) -> No
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=_ctrl_c_as_in_a_terminal,
     )
     lines: queue.Queue[str] = queue.Queue()
 
