@@ -141,14 +141,17 @@ def scope_filter(engine: Engine, scope: str) -> SearchScope:
     if scope == "all":
         return SearchScope()
     store = engine.store
-    named = {c: {v for v in store.counts_by(c) if v and v != "None"} for c in GROUPS}
-    if scope in named["source"]:
+
+    def named(column: str) -> set[str]:
+        return {v for v in store.counts_by(column) if v and v != "None"}  # "None": no value
+
+    if scope in named("source"):
         return SearchScope(sources=(scope,))
-    if scope in named["server"]:
+    if scope in named("server"):
         return SearchScope(servers=(scope,))
-    if scope in named["category"]:
+    if scope in named("category"):
         return SearchScope(tool_ids=tuple(store.ids_where("category", scope)))
-    valid = ", ".join(["all", *sorted(set().union(*named.values()))])
+    valid = ", ".join(["all", *sorted(set().union(*(named(c) for c in GROUPS)))])
     raise QueryError("scope", f"unknown scope {scope!r}; valid: {valid}")
 
 

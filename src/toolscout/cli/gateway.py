@@ -48,9 +48,6 @@ def serve_gateway(
     Raises:
         ConfigError: an invalid policy or audit log setting.
     """
-    from toolscout.api.auth import KeyPolicy
-    from toolscout.api.guard import serving_limits
-    from toolscout.api.mcp import create_mcp_http_app
     from toolscout.gateway.factory import build_gateway
     from toolscout.gateway.server import GatewayLifespan, create_gateway_server
     from toolscout.search.gate import SearchGate
@@ -66,20 +63,13 @@ def serve_gateway(
 
         anyio.run(run)
         return
-    import uvicorn
+    from toolscout.cli.serve import run_mcp_http
 
-    asgi = create_mcp_http_app(
+    run_mcp_http(
         server,
-        KeyPolicy(settings.api_key, settings.read_key),
-        host=host,
-        allowed_hosts=settings.allowed_hosts,
-        max_body_bytes=settings.max_body_bytes,
-    )
-    uvicorn.run(
-        GatewayLifespan(asgi, gateway),
+        settings,
         host=host,
         port=port,
         log_level=log_level,
-        access_log=False,
-        **serving_limits(settings),
+        wrap=lambda asgi: GatewayLifespan(asgi, gateway),
     )

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -33,6 +33,10 @@ from toolscout.cli.sync import (
 from toolscout.config import Settings
 from toolscout.ingest.mcpconfig import DEFAULT_TIMEOUT
 from toolscout.ingest.sync import SourceSummary
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+    from starlette.types import ASGIApp
 
 HostOption = Annotated[
     str | None,
@@ -60,6 +64,39 @@ def warn_public_bind(bind: str, s: Settings) -> None:
     lines.append("  Keys travel in clear text over plain HTTP: put TLS in front of it.")
     err_console.print(
         "\n".join(lines), style="bold red", markup=False, highlight=False, soft_wrap=True
+    )
+
+
+def run_mcp_http(
+    server: MCPServer,
+    s: Settings,
+    *,
+    host: str,
+    port: int,
+    log_level: str,
+    wrap: Callable[[ASGIApp], ASGIApp] | None = None,
+) -> None:
+    """Serve ``server`` over streamable HTTP at ``/mcp`` behind the key policy and the guard,
+    with the settings' slow-client limits, until stopped; ``wrap`` adds a lifespan around it."""
+    import uvicorn
+
+    from toolscout.api.auth import KeyPolicy
+    from toolscout.api.mcp import create_mcp_http_app
+
+    asgi = create_mcp_http_app(
+        server,
+        KeyPolicy(s.api_key, s.read_key),
+        host=host,
+        allowed_hosts=s.allowed_hosts,
+        max_body_bytes=s.max_body_bytes,
+    )
+    uvicorn.run(
+        asgi if wrap is None else wrap(asgi),
+        host=host,
+        port=port,
+        log_level=log_level,
+        access_log=False,
+        **serving_limits(s),
     )
 
 
@@ -187,9 +224,8 @@ def mcp(
 ) -> None:
     """Serve MCP tools search_tools, get_tool_schema, list_skills, search_skills; in gateway
     mode also get_tool_schemas and call_tool."""
-    from toolscout.api.auth import KeyPolicy
     from toolscout.api.http import limit_blas_threads
-    from toolscout.api.mcp import create_mcp_http_app, create_mcp_server
+    from toolscout.api.mcp import create_mcp_server
     from toolscout.cli.gateway import gateway_servers, serve_gateway
     from toolscout.search.gate import SearchGate
 
@@ -219,22 +255,6 @@ def mcp(
         if not http:
             server.run("stdio")
             return
-        import uvicorn
-
-        asgi = create_mcp_http_app(
-            server,
-            KeyPolicy(s.api_key, s.read_key),
-            host=bind,
-            allowed_hosts=s.allowed_hosts,
-            max_body_bytes=s.max_body_bytes,
-        )
-        uvicorn.run(
-            asgi,
-            host=bind,
-            port=bound_port,
-            log_level=log_level,
-            access_log=False,
-            **serving_limits(s),
-        )
+        run_mcp_http(server, s, host=bind, port=bound_port, log_level=log_level)
     finally:
         engine.close()
