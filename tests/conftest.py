@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from support.shared_bench import shared_set
 from toolscout.config import Settings
 from toolscout.engine import Engine
 
-SHARED_BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench"
 DATA = Path(__file__).parent / "data"
 
 
@@ -46,18 +46,6 @@ def engine(settings: Settings) -> Iterator[Engine]:
 
 def write_json(path: Path, payload: object) -> Path:
     path.write_text(json.dumps(payload), encoding="utf-8")
-    return path
-
-
-def shared_set(name: str) -> Path:
-    """A dataset from ../shared/bench; skips (with the reason) only outside CI when absent."""
-    path = SHARED_BENCH / name
-    if not path.is_dir():
-        if os.environ.get("CI"):
-            raise RuntimeError(
-                f"{path} is missing in CI; the shared benchmark data must be present"
-            )
-        pytest.skip(f"{path} not present (shared benchmark data lives beside the checkout)")
     return path
 
 

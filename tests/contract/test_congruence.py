@@ -11,7 +11,6 @@ PostgreSQL store recomputes FTS5's bm25 operation by operation), so BM25 mode al
 from __future__ import annotations
 
 import json
-import os
 import random
 import uuid
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from support.shared_bench import shared_set
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.ingest.jsonfile import CatalogFile
@@ -28,19 +28,6 @@ pytestmark = pytest.mark.postgres
 TIE = 1e-5
 SAMPLE_TOOLS = 300
 SAMPLE_QUERIES = 30
-
-
-def shared_set(name: str) -> Path:
-    """The rule of tests/conftest.py's helper (conftest modules cannot be imported reliably
-    when several directories have one): skip outside CI when the data is absent, fail in CI."""
-    path = Path(__file__).resolve().parents[3] / "shared" / "bench" / name
-    if not path.is_dir():
-        if os.environ.get("CI"):
-            raise RuntimeError(
-                f"{path} is missing in CI; the shared benchmark data must be present"
-            )
-        pytest.skip(f"{path} not present (shared benchmark data lives beside the checkout)")
-    return path
 
 
 @pytest.fixture(scope="module")

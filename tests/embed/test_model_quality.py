@@ -8,12 +8,12 @@ they catch a broken model, tokenizer or pooling, not noise.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from support.shared_bench import shared_set
 from toolscout.embed.base import DEFAULT_MODEL, open_embedder
 from toolscout.eval.run import load_queries
 from toolscout.ingest.jsonfile import CatalogFile
@@ -21,7 +21,6 @@ from toolscout.search.document import embed_text
 
 ROOT = Path(__file__).resolve().parents[2]
 NATURAL = ROOT / "data" / "natural"
-SHARED = ROOT.parent / "shared" / "bench"
 
 #: Vector-only hit@3 floors, about 10 points under the measured 89.0 and 57.1 (docs/MODEL.md).
 TOOLALPACA_FLOOR = 79.0
@@ -55,11 +54,7 @@ def test_the_default_model_clears_its_floor_on_a_source_it_never_saw() -> None:
 
 @pytest.mark.slow
 def test_the_default_model_clears_its_floor_on_the_paraphrase_test_half() -> None:
-    catalog = SHARED / "livemcpbench" / "tools.jsonl"
-    if not catalog.is_file():
-        if os.environ.get("CI"):
-            pytest.fail(f"{catalog} is missing in CI")
-        pytest.skip("../shared/bench is absent")
+    catalog = shared_set("livemcpbench") / "tools.jsonl"
     split = json.loads((NATURAL / "livemcp_paraphrase_split.json").read_text())
     keep = set(split["test"])
     rows = load_queries(ROOT / "tests" / "data" / "livemcp_paraphrase" / "queries.jsonl")
