@@ -7,8 +7,8 @@ Per set and split (``dev``: what ranking and calibration choices were made on; `
 out), nDCG@10 and hit@3 of
 
 * ``vector`` / ``bm25`` — toolscout's own legs (``--mode vector|bm25``);
-* ``hybrid`` — the default search; ``hybrid_2.5_0.25`` — the same with the lexical weight's
-  midpoint and slope at 2.5 / 0.25 instead of 3.0 / 0.5;
+* ``hybrid`` — the default search; ``hybrid_3.0_0.5`` — the same with the lexical weight's
+  logistic at midpoint 3.0 / slope 0.5 instead of the default 3.0 / 0.25;
 * ``plain_cosine`` — cosine with the same model over ``name + split name + description +
   parameter names`` (whole query), the baseline a newcomer would write first;
 * ``weighted_rrf`` — twenty lines anyone can write: bm25s (stemmed, English stopwords) and
@@ -193,8 +193,10 @@ def flagged(engine: Engine, text: str) -> bool | None:
     return bool(judge(searcher.search(text, limit=10)))
 
 
-def run_set(ds: Dataset, requests: list[Request], db_dir: Path) -> dict[str, Any]:
-    engine, tools = open_index(db_dir / f"{ds.name}.db", ds.tools, ds.name)
+def run_set(
+    ds: Dataset, requests: list[Request], db_dir: Path, model: str = DEFAULT_MODEL
+) -> dict[str, Any]:
+    engine, tools = open_index(db_dir / f"{ds.name}.db", ds.tools, ds.name, model)
     systems: dict[str, Ranker] = {
         mode: (lambda m: lambda q: [h.tool.id for h in engine.search(q, mode=m, limit=10).hits])(
             SearchMode(mode)
@@ -204,9 +206,9 @@ def run_set(ds: Dataset, requests: list[Request], db_dir: Path) -> dict[str, Any
     previous = HybridSearcher(
         engine.store,
         engine.embedder,
-        replace(engine.searcher.config, evidence_midpoint=2.5, evidence_slope=0.25),
+        replace(engine.searcher.config, evidence_midpoint=3.0, evidence_slope=0.5),
     )
-    systems["hybrid_2.5_0.25"] = lambda q: [r.id for r in previous.search(q, limit=10)]
+    systems["hybrid_3.0_0.5"] = lambda q: [r.id for r in previous.search(q, limit=10)]
     systems.update(baselines(engine, tools))
     report: dict[str, Any] = {}
     for split in sorted({r.split for r in requests}):
@@ -233,7 +235,7 @@ def _line(name: str, split: str, row: dict[str, Any]) -> str:
     return f"{name:18s} {split:4s} n={row['requests']:4d}  {cells}  flagged {flag}"
 
 
-def run_no_match(db_dir: Path) -> dict[str, Any]:
+def run_no_match(db_dir: Path, model: str = DEFAULT_MODEL) -> dict[str, Any]:
     rows = [json.loads(x) for x in (TESTS / "no_match" / "queries.jsonl").read_text().splitlines()]
     catalogs = {
         "builtin": ROOT / "src" / "toolscout" / "data" / "starter_catalog.json",
@@ -241,7 +243,7 @@ def run_no_match(db_dir: Path) -> dict[str, Any]:
     }
     report: dict[str, Any] = {}
     for name, path in catalogs.items():
-        engine, _ = open_index(db_dir / f"no_match_{name}.db", path, name)
+        engine, _ = open_index(db_dir / f"no_match_{name}.db", path, name, model)
         for split in ("dev", "test"):
             part = [r for r in rows if _odd_dev(r) == split]
             marks = [flagged(engine, r["query"]) for r in part]
@@ -266,7 +268,7 @@ def _sentences(query: str) -> list[str]:
     return parts[:8] if len(parts) > 1 else [query]
 
 
-def run_multi_intent(db_dir: Path) -> dict[str, Any]:
+def run_multi_intent(db_dir: Path, model: str = DEFAULT_MODEL) -> dict[str, Any]:
     rows = [
         json.loads(x) for x in (TESTS / "multi_intent" / "queries.jsonl").read_text().splitlines()
     ]
@@ -276,7 +278,7 @@ def run_multi_intent(db_dir: Path) -> dict[str, Any]:
     }
     scores: dict[str, list[dict[str, float]]] = {}
     for name, path in catalogs.items():
-        engine, _ = open_index(db_dir / f"no_match_{name}.db", path, name)
+        engine, _ = open_index(db_dir / f"no_match_{name}.db", path, name, model)
         searcher = engine.searcher
         default = searcher.config
         for variant in ("sentences_no_quota", "default"):
@@ -311,8 +313,9 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "natural")
     parser.add_argument("--db-dir", type=Path, default=None)
     parser.add_argument("--skip", nargs="*", default=[], choices=["no_match", "multi_intent"])
+    parser.add_argument("--model", default=DEFAULT_MODEL, help="embed_model of every index")
     args = parser.parse_args()
-    db_dir = args.db_dir or db_folder(args.out / "db", DEFAULT_MODEL)
+    db_dir = args.db_dir or db_folder(args.out / "db", args.model)
     all_sets = datasets(args.natural)
     names = args.sets if args.sets is not None else list(all_sets)
     t0 = time.perf_counter()
@@ -322,11 +325,11 @@ def main() -> int:
         if not ds.tools.is_file() or not ds.queries.is_file():
             print(f"{name}: not found ({ds.tools.parent}), skipped", flush=True)
             continue
-        report["sets"][name] = run_set(ds, load_requests(ds, args.max_queries), db_dir)
+        report["sets"][name] = run_set(ds, load_requests(ds, args.max_queries), db_dir, args.model)
     if "no_match" not in args.skip:
-        report["no_match"] = run_no_match(db_dir)
+        report["no_match"] = run_no_match(db_dir, args.model)
     if "multi_intent" not in args.skip:
-        report["multi_intent"] = run_multi_intent(db_dir)
+        report["multi_intent"] = run_multi_intent(db_dir, args.model)
     report["seconds"] = round(time.perf_counter() - t0, 1)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "natural.json").write_text(json.dumps(report, indent=1))
