@@ -2,6 +2,7 @@
 
     pip install -r requirements-train.txt          # torch (CPU) + transformers, training only
     python bench/train_embedder.py --out /tmp/tool-minilm [--epochs 2] [--seed 13]
+    python bench/train_embedder.py --score local:minilm-l6-int8 onnx:/tmp/tool-minilm  # dev only
 
 Data (data/natural, ``split == "train"`` rows only; see data/natural/README.md):
 
@@ -32,6 +33,7 @@ import shutil
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -127,15 +129,19 @@ def hit_at(ranked: np.ndarray, gold: set[int], k: int) -> float:
     return 1.0 if any(int(i) in gold for i in ranked[:k]) else 0.0
 
 
-def evaluate(
-    enc: Encoder, sets: list[tuple[str, list[Tool], list[tuple[str, list[str]]]]]
-) -> dict[str, float]:
-    """hit@3 per dev set (catalog = the set's whole tool list)."""
+Encode = Callable[[list[str]], np.ndarray]
+
+
+DevSet = tuple[str, list[Tool], list[tuple[str, list[str]]]]
+
+
+def evaluate(docs_of: Encode, queries_of: Encode, sets: list[DevSet]) -> dict[str, float]:
+    """hit@3 per dev set (catalog = the set's whole tool list) and their mean."""
     result = {}
     for name, tools, queries in sets:
         ids = {t.id: i for i, t in enumerate(tools)}
-        docs = enc.encode([embed_text(t) for t in tools], DOC_TOKENS)
-        qv = enc.encode([q for q, _ in queries], QUERY_TOKENS)
+        docs = docs_of([embed_text(t) for t in tools])
+        qv = queries_of([q for q, _ in queries])
         ranked = np.argsort(-(qv @ docs.T), axis=1)[:, :10]
         hits = [
             hit_at(r, {ids[g] for g in gold if g in ids}, 3)
@@ -144,6 +150,27 @@ def evaluate(
         result[name] = 100 * float(np.mean(hits))
     result["mean"] = float(np.mean(list(result.values())))
     return result
+
+
+def torch_scorer(enc: Encoder) -> tuple[Encode, Encode]:
+    return (lambda t: enc.encode(t, DOC_TOKENS)), (lambda t: enc.encode(t, QUERY_TOKENS))
+
+
+def score_graphs(specs: list[str], seed: int, per_set: int, threads: int) -> int:
+    """The model-selection criterion for finished graphs (``local:...``, ``onnx:PATH``), no torch:
+    how the shipped default was chosen against the previous one and the stock model."""
+    from toolscout.embed.base import open_embedder
+
+    devs = dev_sets(random.Random(seed), per_set)
+    for spec in specs:
+        emb = open_embedder(spec, threads=threads)
+        scores = evaluate(
+            lambda t, e=emb: np.asarray(e.embed(t)),
+            lambda t, e=emb: np.asarray(e.embed_query(t)),
+            devs,
+        )
+        print(spec, {k: round(v, 1) for k, v in scores.items()}, flush=True)
+    return 0
 
 
 def dev_sets(
@@ -267,7 +294,7 @@ def train(args: argparse.Namespace) -> None:
         "pairs": len(pairs),
         "dev": [],
     }
-    base = evaluate(enc, devs) if args.base_eval and args.dev_eval else {"mean": 0.0}
+    base = evaluate(*torch_scorer(enc), devs) if args.base_eval and args.dev_eval else {"mean": 0.0}
     log["dev"].append({"epoch": 0, "step": 0, **base})
     print("dev hit@3 before training:", {k: round(v, 1) for k, v in base.items()}, flush=True)
     if args.mine_depth:
@@ -321,7 +348,7 @@ def train(args: argparse.Namespace) -> None:
                     flush=True,
                 )
             if args.eval_every and step % args.eval_every == 0 and step < total:
-                dev = evaluate(enc, devs)
+                dev = evaluate(*torch_scorer(enc), devs)
                 log["dev"].append({"epoch": epoch, "step": step, **dev})
                 print(
                     f"dev hit@3 step {step}:", {k: round(v, 1) for k, v in dev.items()}, flush=True
@@ -336,7 +363,7 @@ def train(args: argparse.Namespace) -> None:
         if not args.dev_eval:
             best_state = {k: v.clone() for k, v in enc.model.state_dict().items()}
             break
-        dev = evaluate(enc, devs)
+        dev = evaluate(*torch_scorer(enc), devs)
         log["dev"].append({"epoch": epoch, "step": step, **dev})
         print(
             f"dev hit@3 after epoch {epoch}:", {k: round(v, 1) for k, v in dev.items()}, flush=True
@@ -363,7 +390,10 @@ def export(out: Path, threads: int) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--score", nargs="+", metavar="SPEC", help="only score these graphs on the dev criterion"
+    )
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--lr", type=float, default=3e-5)
@@ -394,6 +424,10 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--export-only", action="store_true")
     args = parser.parse_args()
+    if args.score:
+        return score_graphs(args.score, args.seed, args.dev_per_set, args.threads)
+    if args.out is None:
+        parser.error("--out is required (the folder the model is written to)")
     if not args.export_only:
         train(args)
     export(args.out, args.threads)
