@@ -17,19 +17,15 @@ that the skill holds a tool the request needs, and the default threshold 0.4 mea
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 from collections.abc import Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from enum import StrEnum
-from typing import TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
-from toolscout.errors import QueryError
 from toolscout.models import (
     Filters,
     ItemType,
@@ -42,14 +38,12 @@ from toolscout.models import (
     Strategy,
     ToolHit,
 )
-from toolscout.search.hybrid import HybridSearcher, check_query
+from toolscout.search.hybrid import HybridSearcher
+from toolscout.search.request import validate
 from toolscout.store.base import Store
 
 log = logging.getLogger("toolscout.search")
 
-STRATEGIES = tuple(s.value for s in Strategy)
-MAX_LIMIT = 50
-MAX_SKILL_LIMIT = 20
 #: Stage-1 calibration (see the module docstring; refit with bench/skills.py calibrate).
 SKILL_A, SKILL_B, SKILL_C = 5.94, 10.23, -2.69
 #: Out-of-skill tools from the safety net enter with their score times this factor
@@ -60,66 +54,6 @@ WARN_EVERY = 60.0
 #: How deep the safety net's unfiltered search goes.
 NET_DEPTH = 50
 Vectors = NDArray[np.float32]
-
-
-def validate(request: SearchRequest) -> SearchRequest:
-    """Check every field; returns the request with a stripped query and parsed enums.
-
-    Raises:
-        QueryError: naming the field (query, limit, skill_limit, skill_threshold,
-        tool_threshold, min_score, strategy, mode, item_type, servers, sources).
-    """
-    text = check_query(request.query)
-    _int_in("limit", request.limit, 1, MAX_LIMIT)
-    _int_in("skill_limit", request.skill_limit, 1, MAX_SKILL_LIMIT)
-    _unit("skill_threshold", request.skill_threshold)
-    _unit("tool_threshold", request.tool_threshold)
-    _unit("min_score", request.min_score)
-    strategy = _enum("strategy", Strategy, request.strategy)
-    mode = _enum("mode", SearchMode, request.mode)
-    item_type = request.item_type
-    if item_type is not None:
-        item_type = _enum("item_type", ItemType, item_type, none="or null")
-    for name in ("servers", "sources"):
-        value = getattr(request, name)
-        if value is not None and (
-            isinstance(value, str) or not all(isinstance(v, str) for v in value)
-        ):
-            raise QueryError(name, "must be a list of names or null")
-    return replace(
-        request,
-        query=text,
-        strategy=strategy,
-        mode=mode,
-        item_type=item_type,
-        servers=tuple(request.servers) if request.servers is not None else None,
-        sources=tuple(request.sources) if request.sources is not None else None,
-    )
-
-
-E = TypeVar("E", bound=StrEnum)
-
-
-def _enum(name: str, kind: type[E], value: object, none: str = "") -> E:
-    if isinstance(value, kind):
-        return value
-    try:
-        return kind(str(value)) if isinstance(value, str) else kind(value)  # type: ignore[arg-type]
-    except ValueError:
-        allowed = ", ".join(m.value for m in kind)
-        extra = f" {none}" if none else ""
-        raise QueryError(name, f"must be one of {allowed}{extra}; got {value!r}") from None
-
-
-def _int_in(name: str, value: object, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise QueryError(name, f"must be an integer from {low} to {high}; got {value!r}")
-
-
-def _unit(name: str, value: object) -> None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool)
-    if not ok or not math.isfinite(float(value)) or not 0.0 <= float(value) <= 1.0:  # type: ignore[arg-type]
-        raise QueryError(name, f"must be a number from 0 to 1; got {value!r}")
 
 
 def skill_scores(sims: NDArray[np.float32]) -> NDArray[np.float64]:

@@ -14,8 +14,9 @@ from typing import Any
 
 from toolscout.errors import QueryError
 from toolscout.models import ItemType, SearchRequest, SearchResult, SkillMatch, ToolHit
-from toolscout.search.hierarchical import HierarchicalSearcher, validate
+from toolscout.search.hierarchical import HierarchicalSearcher
 from toolscout.search.hybrid import HybridSearcher
+from toolscout.search.request import validate
 from toolscout.search.results import ResultCache
 from toolscout.store.base import Store
 
