@@ -130,8 +130,6 @@ def hit_at(ranked: np.ndarray, gold: set[int], k: int) -> float:
 
 
 Encode = Callable[[list[str]], np.ndarray]
-
-
 DevSet = tuple[str, list[Tool], list[tuple[str, list[str]]]]
 
 
@@ -158,7 +156,7 @@ def torch_scorer(enc: Encoder) -> tuple[Encode, Encode]:
 
 def score_graphs(specs: list[str], seed: int, per_set: int, threads: int) -> int:
     """The model-selection criterion for finished graphs (``local:...``, ``onnx:PATH``), no torch:
-    how the shipped default was chosen against the previous one and the stock model."""
+    how a trained graph is compared with the shipped default and the stock model."""
     from toolscout.embed.base import open_embedder
 
     devs = dev_sets(random.Random(seed), per_set)
@@ -173,9 +171,7 @@ def score_graphs(specs: list[str], seed: int, per_set: int, threads: int) -> int
     return 0
 
 
-def dev_sets(
-    rng: random.Random, per_set: int
-) -> list[tuple[str, list[Tool], list[tuple[str, list[str]]]]]:
+def dev_sets(rng: random.Random, per_set: int) -> list[DevSet]:
     sets = []
     for name in TRAIN_SOURCES:
         tools, _, queries = load_source(name)
