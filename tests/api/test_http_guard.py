@@ -212,7 +212,9 @@ def test_overloaded_answers_503_with_retry_after(
         response = c.get("/api/v1/search", params={"query": "send an email"})
         skills = c.get("/api/v1/search/skills", params={"query": "send an email"})
         release.set()
+        metrics = c.get("/metrics").text
     assert response.status_code == 503 and skills.status_code == 503
+    assert 'toolscout_searches{kind="shed"} 2.0' in metrics, metrics
     assert response.headers["retry-after"] == "3"
     assert response.json()["error"]["code"] == "overloaded"
 

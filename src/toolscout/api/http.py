@@ -373,11 +373,16 @@ def _service_routes(app: FastAPI) -> None:
         responses=errors(401, 403),
     )
     def metrics(request: Request, engine: EngineDep) -> Response:
-        """Prometheus text format: requests and latency per route, search stage timings."""
+        """Prometheus text format: requests and latency per route, search stage timings, caches,
+        and searches shed or waiting at the admission gate."""
         m: Metrics = request.app.state.metrics
-        return Response(
-            m.render(engine.query_cache_stats, engine.result_cache_stats), media_type=m.content_type
+        gate: SearchGate = request.app.state.gate
+        body = m.render(
+            engine.query_cache_stats,
+            engine.result_cache_stats,
+            lambda: {"shed": gate.shed, "waiting": gate.waiting},
         )
+        return Response(body, media_type=m.content_type)
 
 
 def create_app(

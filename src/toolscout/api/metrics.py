@@ -65,6 +65,13 @@ class Metrics:
             ["kind"],
             registry=self.registry,
         )
+        self.searches = Gauge(
+            "toolscout_searches",
+            "Search admission (REST and /mcp share it): searches shed with `overloaded` since "
+            "start, and searches waiting for a slot now.",
+            ["kind"],
+            registry=self.registry,
+        )
 
     def observe_stages(self, stage_ms: Mapping[str, Any]) -> None:
         """Record stage timings given in milliseconds (non-numeric entries are ignored)."""
@@ -76,9 +83,15 @@ class Metrics:
         self,
         cache_stats: Callable[[], Mapping[str, int] | None] | None = None,
         result_stats: Callable[[], Mapping[str, int] | None] | None = None,
+        search_stats: Callable[[], Mapping[str, int] | None] | None = None,
     ) -> bytes:
         """The Prometheus text exposition of every collector."""
-        for source, gauge in ((cache_stats, self.query_cache), (result_stats, self.result_cache)):
+        sources = (
+            (cache_stats, self.query_cache),
+            (result_stats, self.result_cache),
+            (search_stats, self.searches),
+        )
+        for source, gauge in sources:
             stats = source() if source is not None else None
             for kind, value in (stats or {}).items():
                 gauge.labels(kind=kind).set(value)
