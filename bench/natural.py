@@ -221,6 +221,7 @@ def run_set(
         row["flagged"] = None if None in marks else sum(bool(x) for x in marks) / len(reqs)
         report[split] = row
         print(_line(ds.name, split, row), flush=True)
+    previous.close()
     engine.close()
     return report
 
