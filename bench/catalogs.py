@@ -48,7 +48,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-BENCH_DIR = Path(__file__).resolve().parents[2] / "shared" / "bench"
+from shared_data import SHARED_BENCH
+
+BENCH_DIR = SHARED_BENCH
 SETS = ("livemcpbench", "toolbench_stable", "seal_tools")
 ORGS = (
     "acme",

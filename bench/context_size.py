@@ -33,7 +33,9 @@ from typing import Any
 
 import anyio
 
-BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench"
+from shared_data import SHARED_BENCH
+
+BENCH = SHARED_BENCH
 CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
 
 #: Requests an agent on a general MCP catalog might make (written for this benchmark).

@@ -29,6 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from shared_data import SHARED_BENCH
 from toolscout.config import Settings
 from toolscout.embed.base import open_embedder
 from toolscout.engine import Engine
@@ -39,7 +40,7 @@ from toolscout.models import SearchMode
 
 ROOT = Path(__file__).resolve().parents[1]
 NATURAL = ROOT / "data" / "natural"
-SHARED = ROOT.parent / "shared" / "bench"
+SHARED = SHARED_BENCH
 MODELS = ["local:minilm-l6-int8", "local:tool-minilm-l6"]
 SETS = [
     "metatool_test",

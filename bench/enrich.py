@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from shared_data import SHARED_BENCH
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.enrich.base import Enricher
@@ -35,7 +36,7 @@ from toolscout.models import SearchMode, Tool
 from toolscout.search.hybrid import DEFAULT_FIELD_WEIGHTS, SearchConfig
 from toolscout.store.sqlite import SQLiteStore
 
-BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench"
+BENCH = SHARED_BENCH
 REPO = Path(__file__).resolve().parents[1]
 #: set -> (group field, prefix of the groups tuned on; "-" = none, the whole set is held out)
 SETS = {

@@ -45,7 +45,9 @@ from typing import Any
 
 import httpx
 
-BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench"
+from shared_data import SHARED_BENCH
+
+BENCH = SHARED_BENCH
 PARAPHRASE = Path(__file__).resolve().parents[1] / "tests/data/livemcp_paraphrase/queries.jsonl"
 SETS = ("toolbench_stable", "seal_tools")
 TOOLSCOUT = str(Path(sys.executable).with_name("toolscout"))

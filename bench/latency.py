@@ -34,6 +34,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from catalogs import build_catalog
+from shared_data import SHARED_BENCH
 from toolscout.config import Settings
 from toolscout.engine import Engine, prepare
 from toolscout.eval.metrics import percentile
@@ -43,7 +44,7 @@ from toolscout.models import SearchMode, Tool
 from toolscout.store.base import IndexEntry
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "bench"
+SHARED = SHARED_BENCH
 CACHE = str(Path.home() / ".cache" / "toolscout")
 
 

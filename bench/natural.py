@@ -41,6 +41,7 @@ import bm25s
 import numpy as np
 import Stemmer
 
+from shared_data import SHARED_BENCH
 from toolscout.config import Settings
 from toolscout.embed.base import DEFAULT_MODEL
 from toolscout.engine import Engine
@@ -51,7 +52,7 @@ from toolscout.search.hybrid import HybridSearcher
 from toolscout.search.text import split_identifier, split_sentences
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "bench"
+SHARED = SHARED_BENCH
 TESTS = ROOT / "tests" / "data"
 Ranker = Callable[[str], list[str]]
 

@@ -32,6 +32,7 @@ import bm25s
 import numpy as np
 import Stemmer
 
+from shared_data import SHARED_BENCH
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.eval.metrics import mean, score_query
@@ -42,7 +43,7 @@ from toolscout.search.hybrid import HybridSearcher
 from toolscout.search.text import split_identifier
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "bench"
+SHARED = SHARED_BENCH
 SETS = {
     "toolbench_stable": (SHARED / "toolbench_stable" / "tools.jsonl", SHARED / "toolbench_stable"),
     "seal_tools": (SHARED / "seal_tools" / "tools.jsonl", SHARED / "seal_tools"),

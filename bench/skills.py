@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from shared_data import SHARED_BENCH
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.errors import ConfigError
@@ -30,7 +31,7 @@ from toolscout.eval.metrics import mean, percentile, score_query
 from toolscout.eval.run import index_dataset, load_queries
 from toolscout.models import HierarchicalRequest, Tool
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "bench"
+SHARED = SHARED_BENCH
 WORK = Path(os.environ.get("BENCH_DIR", "/tmp/toolscout-bench-skills"))
 STRATEGIES = ("direct", "hierarchical", "hybrid")
 
