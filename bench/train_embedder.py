@@ -12,7 +12,11 @@ Data (data/natural, ``split == "train"`` rows only; see data/natural/README.md):
   among the top ``--mine-depth`` for the request and that is not gold (picked at random among them,
   so near-synonymous tools are not always the one pushed away);
 * self-supervised pairs (``--self-pairs``): a training tool's description's first sentence as the
-  request and the tool's text as the document, from the sources' training tools.
+  request and the tool's text as the document, from the sources' training tools;
+* optionally (``--teacher SPEC``) a stronger embedder's view of the same batches: the loss adds
+  ``--distill`` times the cross-entropy between the teacher's softmax over the batch's documents
+  and the student's (both at scale 20), so the student learns how the teacher ranks the
+  non-gold tools too (distillation through similarities, so the dimensions may differ).
 
 The document side is exactly what toolscout embeds for a tool (``search.document.embed_text``
 over the tool as ``ingest.jsonfile`` reads it). Loss: multiple-negatives ranking (softmax over
@@ -41,13 +45,14 @@ from typing import Any
 
 import numpy as np
 
+from shared_data import SHARED_BENCH
 from toolscout.ingest.jsonfile import CatalogFile
 from toolscout.models import Tool
 from toolscout.search.document import embed_text
 
 ROOT = Path(__file__).resolve().parents[1]
 NATURAL = ROOT / "data" / "natural"
-SHARED = ROOT.parent / "shared" / "bench"
+SHARED = SHARED_BENCH
 TRAIN_SOURCES = ("metatool", "gorilla_apibench", "bfcl")
 QUERY_TOKENS = 64
 DOC_TOKENS = 256
@@ -299,6 +304,9 @@ def train(args: argparse.Namespace) -> None:
         stock = load_local("minilm-l6-int8", threads=args.threads, query_encoder="exact")
         mine_negatives(stock, pairs, texts, args.mine_depth, rng)
         print(f"mined hard negatives ({time.monotonic() - started:.0f} s)", flush=True)
+    teacher = teacher_vectors(args, pairs, texts) if args.teacher else None
+    if teacher is not None:
+        print(f"teacher vectors ready ({time.monotonic() - started:.0f} s)", flush=True)
     plan = [batches(pairs, args.batch, rng) for _ in range(args.epochs)]
     total = sum(len(p) for p in plan)
     if args.max_steps:
@@ -323,11 +331,16 @@ def train(args: argparse.Namespace) -> None:
         enc.model.train()
         for batch in plan_batches:
             q = enc.forward([p.query for p in batch], QUERY_TOKENS)
-            docs = [texts[p.tool] for p in batch]
-            docs += [texts[p.negative] for p in batch if p.negative]
-            d = enc.forward(docs, args.train_doc_tokens)
+            doc_ids = [p.tool for p in batch] + [p.negative for p in batch if p.negative]
+            d = enc.forward([texts[t] for t in doc_ids], args.train_doc_tokens)
             logits = SCALE * q @ d.T
             loss = torch.nn.functional.cross_entropy(logits, torch.arange(len(batch)))
+            if teacher is not None:
+                t_q = torch.from_numpy(np.stack([teacher[p.query] for p in batch]))
+                t_d = torch.from_numpy(np.stack([teacher["\0" + t] for t in doc_ids]))
+                soft = torch.softmax(SCALE * t_q @ t_d.T, dim=1)
+                kd = -(soft * torch.log_softmax(logits, dim=1)).sum(1).mean()
+                loss = (1 - args.distill) * loss + args.distill * kd
             loss.backward()
             torch.nn.utils.clip_grad_norm_(enc.model.parameters(), 1.0)
             opt.step()
@@ -377,6 +390,24 @@ def train(args: argparse.Namespace) -> None:
     print(f"trained in {log['train_seconds']} s; best dev mean hit@3 {best:.1f}", flush=True)
 
 
+def teacher_vectors(
+    args: argparse.Namespace, pairs: list[Pair], texts: dict[str, str]
+) -> dict[str, np.ndarray]:
+    """The teacher's vectors of every training request (keyed by text) and every training tool
+    (keyed by ``"\\0" + tool id``), computed once before training."""
+    from toolscout.embed.base import open_embedder
+
+    teacher = open_embedder(args.teacher, threads=args.threads)
+    queries = sorted({p.query for p in pairs})
+    tools = sorted(texts)
+    out = dict(
+        zip(queries, np.asarray(teacher.embed_query(queries), dtype=np.float32), strict=True)
+    )
+    docs = np.asarray(teacher.embed([texts[t] for t in tools]), dtype=np.float32)
+    out.update({"\0" + t: v for t, v in zip(tools, docs, strict=True)})
+    return out
+
+
 def export(out: Path, threads: int) -> None:
     """The fine-tuned weights as an int8 ONNX folder (bench/export_onnx.py), beside them."""
     from export_onnx import export_folder
@@ -417,6 +448,8 @@ def main() -> int:
         help="score dev sets after each epoch and keep the best epoch",
     )
     parser.add_argument("--eval-every", type=int, default=0)
+    parser.add_argument("--teacher", metavar="SPEC", help="distil from this embedder (onnx:PATH)")
+    parser.add_argument("--distill", type=float, default=0.5, help="weight of the teacher's loss")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--export-only", action="store_true")
     args = parser.parse_args()
