@@ -5,7 +5,8 @@
 * :class:`~toolscout.skills.service.SkillService` - catalog, classifiers, suggestions;
 * :class:`~toolscout.enrich.service.EnrichmentService` - enrichment and re-indexing.
 
-The engine is synchronous; async edges call it through a worker thread.
+``Engine.open`` puts them together from settings (:mod:`toolscout.wiring`). The engine is
+synchronous; async edges call it through a worker thread.
 """
 
 from __future__ import annotations
@@ -13,22 +14,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
 
-from toolscout.embed.base import Embedder, open_embedder
-from toolscout.embed.batching import QueryBatcher
-from toolscout.embed.cache import CachedEmbedder
+from toolscout.embed.base import Embedder
 from toolscout.embed.querycache import QueryCache
+from toolscout.embed.stack import query_encoder
 from toolscout.enrich.base import Enricher
-from toolscout.enrich.factory import open_enricher
-from toolscout.enrich.llm import LLM, open_llm
+from toolscout.enrich.llm import LLM
 from toolscout.enrich.pipeline import EnrichmentPipeline, Fields
 from toolscout.enrich.service import EnrichmentService
-from toolscout.errors import EmptyIndex, QueryError
-from toolscout.indexing import IndexWriter, Prepared, input_hash, keep_unreadable, prepare
+from toolscout.errors import EmptyIndex
+from toolscout.indexing import IndexWriter, Prepared, input_hash, plan_index, prepare
 from toolscout.ingest.sources import Loaded
 from toolscout.ingest.synclog import Inventory, inventory
 from toolscout.models import (
@@ -37,7 +35,6 @@ from toolscout.models import (
     Filters,
     IndexReport,
     ItemType,
-    Problem,
     SearchMode,
     SearchRequest,
     SearchResult,
@@ -47,13 +44,14 @@ from toolscout.models import (
     ToolHit,
 )
 from toolscout.search.explain import Explanation, explain
-from toolscout.search.hybrid import DEFAULT_FIELD_WEIGHTS, HybridSearcher, SearchConfig
+from toolscout.search.hybrid import HybridSearcher, SearchConfig
+from toolscout.search.request import check_page, parse_item_type
 from toolscout.search.service import SearchService
 from toolscout.search.text import ANALYZER_VERSION
 from toolscout.skills.catalog import SkillCatalog
 from toolscout.skills.service import SkillService
 from toolscout.skills.suggestions import SuggestionQueue
-from toolscout.store.base import IndexIdentity, Store, open_store
+from toolscout.store.base import IndexIdentity, Store
 
 log = logging.getLogger("toolscout")
 
@@ -126,53 +124,9 @@ class Engine:
         Raises:
             ConfigError, StoreError, EmbedError.
         """
-        from toolscout.config import Settings, load_settings
+        from toolscout.wiring import open_engine
 
-        s: Settings = settings if settings is not None else load_settings(**overrides)
-        if s.blas_threads:
-            # One query's mat-vec is too small to share: waking BLAS threads (and evicting the
-            # matrix from cache between them) cost ~2x at 10k tools (docs/BENCHMARKS.md §2).
-            from threadpoolctl import threadpool_limits
-
-            threadpool_limits(limits=s.blas_threads, user_api="blas")
-        embedder: Embedder = open_embedder(
-            s.embed_model,
-            threads=s.embed_threads,
-            base_url=s.embed_base_url,
-            api_key=s.embed_api_key,
-            dim=s.embed_dim,
-            query_encoder=s.query_encoder,
-            cache_dir=Path(s.cache_dir),
-        )
-        if s.embed_cache:
-            embedder = CachedEmbedder(embedder, Path(s.cache_dir) / "vectors.sqlite")
-        if s.query_batch > 1:
-            embedder = QueryBatcher(embedder, s.query_batch)
-        if s.query_cache_size > 0:
-            embedder = QueryCache(embedder, s.query_cache_size)
-        store = open_store(s.db)
-        config = SearchConfig(
-            fusion=s.fusion,  # type: ignore[arg-type]  # validated by Settings
-            rrf_k=s.rrf_k,
-            lexical_weight=s.lexical_weight,
-            vector_weight=s.vector_weight,
-            field_weights=tuple(s.field_weights) if s.field_weights else DEFAULT_FIELD_WEIGHTS,
-        )
-        try:
-            return cls(
-                store,
-                embedder,
-                config=config,
-                enricher=open_enricher(s),
-                enrich_max_age_days=s.enrich_max_age_days,
-                result_cache_size=s.result_cache_size,
-                skill_llm=open_llm(s),
-                skills_starter=s.skills_starter,
-                classify_concurrency=s.llm_concurrency,
-            )
-        except Exception:
-            store.close()
-            raise
+        return open_engine(cls, settings, overrides)
 
     # -- indexing ---------------------------------------------------------------------------
     def index(
@@ -200,61 +154,15 @@ class Engine:
     def _index(
         self, loads: Sequence[Loaded], prune: bool, progress: Progress | None
     ) -> IndexReport:
-        report = IndexReport()
-        tools: dict[str, Tool] = {}
-        sources: set[str] = set()
-        damaged: set[str] = set()  # sources with entries that could not be read
-        for loaded in loads:
-            sources.add(loaded.source)
-            if any(not p.deliberate for p in loaded.problems):
-                damaged.add(loaded.source)
-            report.skipped.extend(loaded.problems)
-            for tool in loaded.tools:
-                if tool.id in tools:
-                    report.skipped.append(
-                        Problem(loaded.source, "id", f"duplicate id {tool.id!r}; kept the first")
-                    )
-                    continue
-                tools[tool.id] = tool
-        existing = self.store.hashes()
-        owned = (
-            set(self.store.hashes(Filters(sources=tuple(sorted(sources))))) if sources else set()
-        )
-        dropped = owned - set(tools) if prune else set()
-        dropped = keep_unreadable(self.store, dropped, damaged, report)
-        for tool_id in sorted(set(tools).intersection(existing) - owned):
-            report.warnings.append(
-                Problem(
-                    tools[tool_id].source or "",
-                    "id",
-                    f"{tool_id!r} was indexed from another source; this one replaces it "
-                    "(give --server or explicit ids to keep both)",
-                )
-            )
-        extra, context = self.enrichment_fields(tools, dropped)
-        todo: list[Prepared] = []
-        for tool in tools.values():
-            old = existing.get(tool.id)
-            if old is None:
-                report.added += 1
-            elif old[1] != input_hash(tool, extra.get(tool.id)):
-                report.updated += 1
-            else:
-                report.unchanged += 1
-                continue  # no text analysis for unchanged tools: see input_hash
-            todo.append(prepare(tool, extra.get(tool.id)))
-        for tool in context:  # same-server tools whose server profile changed
-            if existing.get(tool.id, ("", ""))[1] != input_hash(tool, extra.get(tool.id)):
-                report.updated += 1
-                todo.append(prepare(tool, extra.get(tool.id)))
-        self.writer.write(todo, report, progress)
+        plan = plan_index(self.store, loads, prune=prune, enrichment=self.enrichment_fields)
+        self.writer.write(plan.todo, plan.report, progress)
         lost: set[str] = set()  # skills whose tools were deleted: their centroids change
-        if prune and sources:
-            gone = sorted(dropped)  # read before the writes; the writes only touch ``tools``
+        if plan.dropped:
+            gone = sorted(plan.dropped)  # read before the writes; the writes only touch ``tools``
             lost = self.skill_service.skills_of(gone)
-            report.deleted = self.store.delete(gone)
-        self.skill_service.after_index([p.tool.id for p in todo], lost)
-        return report
+            plan.report.deleted = self.store.delete(gone)
+        self.skill_service.after_index([p.tool.id for p in plan.todo], lost)
+        return plan.report
 
     def delete(self, ids: Sequence[str]) -> int:
         """Raises: StoreError."""
@@ -389,14 +297,11 @@ class Engine:
         Raises:
             QueryError: offset below 0, limit outside 1..500, unknown item type.
         """
-        if offset < 0:
-            raise QueryError("offset", f"must be 0 or more, got {offset}")
-        if not 1 <= limit <= 500:
-            raise QueryError("limit", f"must be between 1 and 500, got {limit}")
+        check_page(offset, limit)
         filters = Filters(
             servers=tuple(servers) if servers else None,
             skill_ids=tuple(skill_ids) if skill_ids else None,
-            item_types=tuple(_parse_item_type(t) for t in item_types) if item_types else None,
+            item_types=tuple(parse_item_type(t) for t in item_types) if item_types else None,
         )
         tools = self.store.list_tools(filters, offset=offset, limit=limit)
         return tools, self.store.count(filters)
@@ -487,7 +392,7 @@ class Engine:
             "embedder": ident.embedder if ident else None,
             "dim": ident.dim if ident else None,
             "analyzer": ident.analyzer if ident else None,
-            "query_encoder": _query_encoder(self.embedder),
+            "query_encoder": query_encoder(self.embedder),
             "fusion": self.searcher.config.fusion,
         }
 
@@ -509,23 +414,3 @@ class Engine:
     async def afind(self, request: SearchRequest) -> SearchResult:
         """:meth:`find` in a worker thread, for event loops. Raises: as :meth:`find`."""
         return await anyio.to_thread.run_sync(self.find, request)
-
-
-def _query_encoder(embedder: Embedder) -> str | None:
-    """``int8`` or ``exact`` for the local model (through its wrappers), None otherwise."""
-    inner: object = embedder
-    while inner is not None:
-        found = getattr(inner, "query_encoder", None)
-        if isinstance(found, str):
-            return found
-        inner = getattr(inner, "inner", None)
-    return None
-
-
-def _parse_item_type(value: ItemType | str) -> ItemType:
-    try:
-        return ItemType(value)
-    except ValueError:
-        raise QueryError(
-            "item_type", f"must be one of tool, prompt, resource; got {value!r}"
-        ) from None

@@ -11,13 +11,17 @@ import json
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolscout.embed.base import Embedder
+from toolscout.ingest.sources import Loaded
 from toolscout.models import Filters, IndexReport, Problem, Tool
 from toolscout.search.document import DOCUMENT_VERSION, embed_text, lexical_fields
 from toolscout.search.text import ANALYZER_VERSION
 from toolscout.store.base import IndexEntry, Store
+
+if TYPE_CHECKING:
+    from toolscout.enrich.pipeline import Fields
 
 Progress = Callable[[int, int], None]
 #: Tool texts embedded (and written) per batch.
@@ -94,6 +98,79 @@ def keep_unreadable(
                 )
             )
     return dropped - kept
+
+
+#: Enrichment fields for tools about to be indexed, and same-server tools to re-index with them
+#: (:meth:`toolscout.enrich.service.EnrichmentService.enrichment_fields`).
+Enrichment = Callable[[dict[str, Tool], set[str]], tuple[dict[str, "Fields"], list[Tool]]]
+
+
+@dataclass
+class IndexPlan:
+    """What an index run writes and deletes, with its report so far."""
+
+    report: IndexReport
+    todo: list[Prepared]
+    #: Tools to delete (a prune's tools that their sources no longer list).
+    dropped: set[str]
+
+
+def plan_index(
+    store: Store, loads: Sequence[Loaded], *, prune: bool, enrichment: Enrichment
+) -> IndexPlan:
+    """Compare the loaded tools with the index: new and changed tools to write (with their
+    enrichment, and same-server tools whose server profile changed), unchanged ones skipped
+    without text analysis, and with ``prune`` the tools their sources no longer list, except
+    those :func:`keep_unreadable` keeps. Reads only.
+
+    Raises: StoreError.
+    """
+    report = IndexReport()
+    tools: dict[str, Tool] = {}
+    sources: set[str] = set()
+    damaged: set[str] = set()  # sources with entries that could not be read
+    for loaded in loads:
+        sources.add(loaded.source)
+        if any(not p.deliberate for p in loaded.problems):
+            damaged.add(loaded.source)
+        report.skipped.extend(loaded.problems)
+        for tool in loaded.tools:
+            if tool.id in tools:
+                report.skipped.append(
+                    Problem(loaded.source, "id", f"duplicate id {tool.id!r}; kept the first")
+                )
+                continue
+            tools[tool.id] = tool
+    existing = store.hashes()
+    owned = set(store.hashes(Filters(sources=tuple(sorted(sources))))) if sources else set()
+    dropped = owned - set(tools) if prune else set()
+    dropped = keep_unreadable(store, dropped, damaged, report)
+    for tool_id in sorted(set(tools).intersection(existing) - owned):
+        report.warnings.append(
+            Problem(
+                tools[tool_id].source or "",
+                "id",
+                f"{tool_id!r} was indexed from another source; this one replaces it "
+                "(give --server or explicit ids to keep both)",
+            )
+        )
+    extra, context = enrichment(tools, dropped)
+    todo: list[Prepared] = []
+    for tool in tools.values():
+        old = existing.get(tool.id)
+        if old is None:
+            report.added += 1
+        elif old[1] != input_hash(tool, extra.get(tool.id)):
+            report.updated += 1
+        else:
+            report.unchanged += 1
+            continue  # no text analysis for unchanged tools: see input_hash
+        todo.append(prepare(tool, extra.get(tool.id)))
+    for tool in context:  # same-server tools whose server profile changed
+        if existing.get(tool.id, ("", ""))[1] != input_hash(tool, extra.get(tool.id)):
+            report.updated += 1
+            todo.append(prepare(tool, extra.get(tool.id)))
+    return IndexPlan(report, todo, dropped)
 
 
 class IndexWriter:

@@ -56,6 +56,19 @@ def validate(request: SearchRequest) -> SearchRequest:
 E = TypeVar("E", bound=StrEnum)
 
 
+def check_page(offset: int, limit: int) -> None:
+    """A page of a listing. Raises: QueryError (offset below 0, limit outside 1..500)."""
+    if offset < 0:
+        raise QueryError("offset", f"must be 0 or more, got {offset}")
+    if not 1 <= limit <= 500:
+        raise QueryError("limit", f"must be between 1 and 500, got {limit}")
+
+
+def parse_item_type(value: object) -> ItemType:
+    """Raises: QueryError naming ``item_type`` and its allowed values."""
+    return _enum("item_type", ItemType, value)
+
+
 def _enum(name: str, kind: type[E], value: object, none: str = "") -> E:
     if isinstance(value, kind):
         return value
