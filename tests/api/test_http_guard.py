@@ -211,10 +211,18 @@ def test_overloaded_answers_503_with_retry_after(
         assert held.wait(30)
         response = c.get("/api/v1/search", params={"query": "send an email"})
         skills = c.get("/api/v1/search/skills", params={"query": "send an email"})
+        # The web console's searches take the same slots (its pages without a search do not).
+        console = c.get("/", params={"q": "send an email"})
+        catalog = c.get("/catalog", params={"q": "email"})
+        listing = c.get("/catalog")
         release.set()
         metrics = c.get("/metrics").text
+        after = c.get("/", params={"q": "send an email"})
     assert response.status_code == 503 and skills.status_code == 503
-    assert 'toolscout_searches{kind="shed"} 2.0' in metrics, metrics
+    assert console.status_code == 503 and catalog.status_code == 503, console.text
+    assert "retry in 3 s" in console.text and listing.status_code == 200
+    assert after.status_code == 200 and "gmail" in after.text
+    assert 'toolscout_searches{kind="shed"} 4.0' in metrics, metrics
     assert response.headers["retry-after"] == "3"
     assert response.json()["error"]["code"] == "overloaded"
 

@@ -2,15 +2,19 @@
 
 Served by ``toolscout serve`` on the API's port. Every handler checks access the way the REST
 API does (:mod:`toolscout.api.console.access`), then makes one engine call per page section and
-renders a template. Handlers are plain ``def``: FastAPI runs them on worker threads, so the
-synchronous engine never blocks the event loop. Skills and evaluations live in their own modules.
+renders a template, on a worker thread, so the synchronous engine never blocks the event loop.
+A page that searches takes a slot of the server's :class:`~toolscout.search.gate.SearchGate`,
+like REST and MCP searches: under overload it answers 503 at once instead of adding work.
+Skills and evaluations live in their own modules.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Annotated, Any
 
+import anyio.to_thread
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import RedirectResponse, Response
 
@@ -20,8 +24,9 @@ from toolscout.api.console.render import error_page, page, static
 from toolscout.api.console.status import recent_errors, summarise
 from toolscout.config import Settings
 from toolscout.engine import Engine
-from toolscout.errors import AccessDenied, QueryError
+from toolscout.errors import AccessDenied, QueryError, ToolscoutError
 from toolscout.models import SearchMode
+from toolscout.search.gate import SearchGate
 
 STRATEGIES = ("hierarchical", "direct", "hybrid", "flat")
 PAGE_SIZE = 50
@@ -32,9 +37,24 @@ def _engine(request: Request) -> Engine:
     return engine
 
 
+async def _searching(
+    request: Request, query: str, title: str, render: Callable[[], Response]
+) -> Response:
+    """``render`` (a page) on a worker thread; in a search slot of the server's gate when the
+    page searches for ``query``, so the console sheds load as the REST and MCP doors do."""
+    if not query.strip():
+        return await anyio.to_thread.run_sync(render)
+    try:
+        check_read(request)  # before taking a slot
+        gate: SearchGate = request.app.state.gate
+        return await gate.run(render)
+    except ToolscoutError as exc:
+        return error_page(request, exc, title=title)
+
+
 def _search_page(router: APIRouter) -> None:
     @router.get("/", include_in_schema=False)
-    def search(
+    async def search(
         request: Request,
         q: str = "",
         strategy: str = "hierarchical",
@@ -69,12 +89,14 @@ def _search_page(router: APIRouter) -> None:
             )  # fmt: skip
             return view
 
-        return page(request, "search.html", build, title="Search")
+        return await _searching(
+            request, q, "Search", lambda: page(request, "search.html", build, title="Search")
+        )
 
 
 def _catalog_pages(router: APIRouter) -> None:
     @router.get("/catalog", include_in_schema=False)
-    def catalog(
+    async def catalog(
         request: Request,
         server: str = "",
         q: str = "",
@@ -102,7 +124,9 @@ def _catalog_pages(router: APIRouter) -> None:
                 view.update(tools=tools, total=total, page_size=PAGE_SIZE)
             return view
 
-        return page(request, "catalog.html", build, title="Catalog")
+        return await _searching(
+            request, q, "Catalog", lambda: page(request, "catalog.html", build, title="Catalog")
+        )
 
     @router.get("/catalog/tools/{tool_id:path}", include_in_schema=False)
     def tool(request: Request, tool_id: str) -> Response:
