@@ -142,3 +142,15 @@ def test_status_shows_counts_model_and_request_figures(page: Any, served: Served
     expect(page.locator("#metrics-h + table")).to_contain_text("/api/v1/search")
     expect(page.locator("dl.facts")).to_contain_text("minilm")
     screenshot(page, "status")
+
+
+def test_api_docs_render_offline_from_the_package(page: Any, served: Served) -> None:
+    """/docs is Swagger UI with every asset from this server: no request leaves it."""
+    requested: list[str] = []
+    page.on("request", lambda r: requested.append(r.url))
+    page.goto(served.url + "/docs")
+    expect(page.locator(".swagger-ui .info .title")).to_contain_text("toolscout")
+    expect(page.locator(".opblock-summary-path", has_text="/api/v1/search").first).to_be_visible()
+    screenshot(page, "api-docs")
+    outside = [u for u in requested if not u.startswith((served.url, "data:"))]
+    assert requested and not outside, outside

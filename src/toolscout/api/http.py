@@ -17,7 +17,7 @@ from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, FastAPI, Query, Request, Security
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from threadpoolctl import threadpool_limits
@@ -385,6 +385,27 @@ def _service_routes(app: FastAPI) -> None:
         return Response(body, media_type=m.content_type)
 
 
+def _docs_route(app: FastAPI) -> None:
+    """``/docs``: Swagger UI over ``/openapi.json`` with its script and stylesheet from the
+    ``swagger-ui-bundle-v2`` wheel, so the page works offline (FastAPI's own loads them from a
+    CDN)."""
+    from fastapi.openapi.docs import get_swagger_ui_html
+    from starlette.staticfiles import StaticFiles
+    from swagger_ui_bundle import swagger_ui_path
+
+    app.mount("/docs/assets", StaticFiles(directory=str(swagger_ui_path)), name="swagger-ui")
+
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url or "/openapi.json",
+            title="toolscout API",
+            swagger_js_url="/docs/assets/swagger-ui-bundle.js",
+            swagger_css_url="/docs/assets/swagger-ui.css",
+            swagger_favicon_url="data:,",
+        )
+
+
 def create_app(
     engine: Engine,
     settings: Settings | None = None,
@@ -418,6 +439,8 @@ def create_app(
         summary="Find the right tools for an AI agent.",
         version="0.1.0",
         lifespan=lifespan,
+        docs_url=None,  # served by _docs_route from the package, not from a CDN
+        redoc_url=None,
     )
     app.state.engine = engine
     app.state.gate = gate
@@ -428,6 +451,7 @@ def create_app(
     _search_routes(app)
     _tool_routes(app)
     _service_routes(app)
+    _docs_route(app)
     from toolscout.api.console import console_router
     from toolscout.api.enrich_http import enrich_routes  # these import this module too
     from toolscout.api.skills_http import skill_routes  # it imports this module's helpers
