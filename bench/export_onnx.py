@@ -1,6 +1,6 @@
 """Export a sentence-transformers model folder to an ``onnx:PATH`` folder with an int8 graph.
 
-    pip install -r requirements-train.txt                 # torch + transformers, export only
+    scripts/setup --train                                 # torch + transformers, export only
     python bench/export_onnx.py SRC_FOLDER OUT_FOLDER    # e.g. all-mpnet-base-v2 (docs/MODEL.md)
 
 ``SRC_FOLDER`` is a Hugging Face / sentence-transformers model folder (config.json, weights,
@@ -8,7 +8,14 @@ tokenizer.json; ``1_Pooling/config.json`` and ``sentence_bert_config.json`` when
 result holds ``model.onnx`` (dynamic int8: int8 weights per output channel, ``MatMulInteger``),
 ``tokenizer.json`` and ``config.json`` (pooling, normalisation, max tokens), which is what
 ``embed_model = "onnx:OUT_FOLDER"`` loads. Prints the graph's sha256 and the cosine between the
-torch model's and the int8 graph's vectors on a few texts.
+torch model's and the graph's vectors on a few texts.
+
+``--precision auto`` (the default) keeps the int8 graph only if its vectors stay within cosine
+``MIN_INT8_COSINE`` of torch's on this machine, and otherwise writes the fp32 graph (4x larger,
+exact) and says so. onnxruntime's int8 kernels differ by CPU: without VNNI instructions (AVX2
+only) the u8 x s8 products can saturate, which all-mpnet-base-v2's large activations do (cosine
+0.01-0.07 on an AVX2-only EPYC) while MiniLM's do not (0.99). ``--precision int8`` or ``fp32``
+forces one.
 """
 
 from __future__ import annotations
@@ -30,6 +37,9 @@ PROBE = [
     "convert 100 USD to EUR and email the result to my accountant",
 ]
 
+#: Below this (worst probe text), ``--precision auto`` falls back to the fp32 graph.
+MIN_INT8_COSINE = 0.98
+
 
 def pooling_of(src: Path) -> tuple[str, int]:
     pooling, max_tokens = "mean", 256
@@ -44,7 +54,14 @@ def pooling_of(src: Path) -> tuple[str, int]:
     return pooling, max_tokens
 
 
-def export_folder(src: Path, out: Path, *, max_tokens: int | None = None, threads: int = 2) -> str:
+def export_folder(
+    src: Path,
+    out: Path,
+    *,
+    max_tokens: int | None = None,
+    threads: int = 2,
+    precision: str = "auto",
+) -> str:
     """Write ``out/{model.onnx,tokenizer.json,config.json}``; return the graph's sha256."""
     import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -84,25 +101,35 @@ def export_folder(src: Path, out: Path, *, max_tokens: int | None = None, thread
             opset_version=17,
             dynamo=False,
         )
-        quantize_dynamic(
-            str(fp32), str(out / "model.onnx"), weight_type=QuantType.QInt8, per_channel=True
-        )
-    shutil.copy(src / "tokenizer.json", out / "tokenizer.json")
-    config = {
-        "pooling": pooling,
-        "normalize": True,
-        "max_tokens": max_tokens or default_tokens,
-        "output": "last_hidden_state",
-    }
-    (out / "config.json").write_text(json.dumps(config, indent=1) + "\n")
-    digest = hashlib.sha256((out / "model.onnx").read_bytes()).hexdigest()
-    print(f"{out / 'model.onnx'} sha256 {digest}", flush=True)
-    verify(model, out, pooling)
+        shutil.copy(src / "tokenizer.json", out / "tokenizer.json")
+        config = {
+            "pooling": pooling,
+            "normalize": True,
+            "max_tokens": max_tokens or default_tokens,
+            "output": "last_hidden_state",
+        }
+        (out / "config.json").write_text(json.dumps(config, indent=1) + "\n")
+        graph = out / "model.onnx"
+        if precision == "fp32":
+            shutil.copy(fp32, graph)
+        else:
+            quantize_dynamic(str(fp32), str(graph), weight_type=QuantType.QInt8, per_channel=True)
+        worst = verify(model, out, pooling)
+        if precision == "auto" and worst < MIN_INT8_COSINE:
+            print(
+                f"int8 graph rejected: its vectors differ from torch's on this CPU (worst cosine "
+                f"{worst:.3f} < {MIN_INT8_COSINE}); writing the fp32 graph instead",
+                flush=True,
+            )
+            shutil.copy(fp32, graph)
+            verify(model, out, pooling)
+    digest = hashlib.sha256(graph.read_bytes()).hexdigest()
+    print(f"{graph} sha256 {digest}", flush=True)
     return digest
 
 
 def verify(model: object, out: Path, pooling: str) -> float:
-    """Cosine between the torch model's vectors and the int8 graph's (printed; returned)."""
+    """Worst cosine between the torch model's vectors and the graph's (printed; returned)."""
     import torch
     from tokenizers import Tokenizer
 
@@ -122,7 +149,7 @@ def verify(model: object, out: Path, pooling: str) -> float:
     got = load_folder(str(out), 1).embed(PROBE)
     cosines = (np.stack(ref) * got).sum(axis=1)
     print(
-        f"torch fp32 vs int8 ONNX cosine: min {cosines.min():.4f} mean {cosines.mean():.4f}",
+        f"torch fp32 vs ONNX graph cosine: min {cosines.min():.4f} mean {cosines.mean():.4f}",
         flush=True,
     )
     return float(cosines.min())
@@ -134,8 +161,20 @@ def main() -> int:
     parser.add_argument("out", type=Path)
     parser.add_argument("--max-tokens", type=int, default=None)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--precision",
+        choices=("auto", "int8", "fp32"),
+        default="auto",
+        help="auto: int8 unless it is inaccurate on this CPU, then fp32",
+    )
     args = parser.parse_args()
-    export_folder(args.src, args.out, max_tokens=args.max_tokens, threads=args.threads)
+    export_folder(
+        args.src,
+        args.out,
+        max_tokens=args.max_tokens,
+        threads=args.threads,
+        precision=args.precision,
+    )
     return 0
 
 

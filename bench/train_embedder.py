@@ -1,6 +1,6 @@
 """Fine-tune all-MiniLM-L6-v2 into toolscout's tool-retrieval embedder, then export int8 ONNX.
 
-    pip install -r requirements-train.txt          # torch (CPU) + transformers, training only
+    scripts/setup --train                          # torch (CPU), transformers, base model
     python bench/train_embedder.py --out /tmp/tool-minilm [--epochs 2] [--seed 13]
     python bench/train_embedder.py --score local:minilm-l6-int8 onnx:/tmp/tool-minilm  # dev only
 
@@ -412,7 +412,7 @@ def export(out: Path, threads: int) -> None:
     """The fine-tuned weights as an int8 ONNX folder (bench/export_onnx.py), beside them."""
     from export_onnx import export_folder
 
-    export_folder(out / "torch", out, max_tokens=DOC_TOKENS, threads=threads)
+    export_folder(out / "torch", out, max_tokens=DOC_TOKENS, threads=threads, precision="int8")
 
 
 def main() -> int:
