@@ -9,7 +9,6 @@ only in the last-resort handler here, which logs and answers 500.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from functools import partial
@@ -17,12 +16,12 @@ from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, FastAPI, Query, Request, Security
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from threadpoolctl import threadpool_limits
 
-from toolscout.api.auth import Access, KeyPolicy, bearer_token, check_access, is_loopback
+from toolscout.api.auth import Access, KeyPolicy, bearer_token, check_access
 from toolscout.api.errors import body_for, error_body, validation_body
 from toolscout.api.guard import (
     Guard,
@@ -36,8 +35,6 @@ from toolscout.api.mcp import McpMount, create_mcp_server
 from toolscout.api.metrics import Metrics, MetricsMiddleware
 from toolscout.api.schemas import (
     ErrorBody,
-    Health,
-    HealthStatus,
     ProviderTools,
     SearchRequest,
     SearchResponse,
@@ -48,7 +45,7 @@ from toolscout.api.schemas import (
 )
 from toolscout.config import Settings, load_settings
 from toolscout.engine import Engine
-from toolscout.errors import AccessDenied, EmptyIndex, Overloaded, StoreError, ToolscoutError
+from toolscout.errors import Overloaded, ToolscoutError
 from toolscout.gateway.formats import GroupBy, ProviderFormat, render
 from toolscout.models import ItemType, SearchMode, SearchResult, Strategy
 from toolscout.models import SearchRequest as CoreRequest
@@ -304,108 +301,6 @@ def _tool_routes(app: FastAPI) -> None:
         return ToolPage(items=items, total=total, offset=offset, limit=limit)
 
 
-def _health(engine: Engine) -> tuple[int, Health]:
-    name = getattr(engine.embedder, "name", None)
-    try:
-        info = engine.info()
-        skills = engine.skills.list() if hasattr(engine, "skills") else None
-    except StoreError as exc:
-        log.warning("health: store unreachable: %s", exc)
-        health = Health(
-            status="degraded",
-            store=engine.store.url,
-            store_reachable=False,
-            model=name,
-            model_loaded=name is not None,
-            tools=0,
-            pid=os.getpid(),
-        )
-        return 503, health
-    tools = int(info["tools"])
-    health = Health(
-        status="ok" if tools else "empty",
-        hint=None if tools else EmptyIndex.HINT,
-        store=str(info["store"]),
-        store_reachable=True,
-        model=name,
-        model_loaded=name is not None,
-        tools=tools,
-        skills=len(skills) if skills is not None else None,
-        query_cache=engine.query_cache_stats(),
-        result_cache=engine.result_cache_stats(),
-        pid=os.getpid(),
-    )
-    return 200, health
-
-
-def _trusted(request: Request) -> bool:
-    """A loopback caller, or one holding the read or admin key."""
-    client = request.client.host if request.client else None
-    if is_loopback(client):
-        return True
-    policy: KeyPolicy = request.app.state.policy
-    token = bearer_token(request.headers.get("authorization"))
-    if token is None or not (policy.read_key or policy.api_key):
-        return False
-    try:
-        check_access(policy, Access.READ, token, client)
-    except AccessDenied:
-        return False
-    return True
-
-
-def _service_routes(app: FastAPI) -> None:
-    @app.get("/health", tags=["service"], response_model=Health | HealthStatus)
-    def health(engine: EngineDep, request: Request) -> JSONResponse:
-        """Store reachable, model loaded, counts (open: carries no tool data). Callers that are
-        neither on loopback nor hold a key get the status alone: the store path, counts and
-        process id say nothing they need and help an attacker."""
-        status, body = _health(engine)
-        if not _trusted(request):
-            return JSONResponse({"status": body.status}, status_code=status)
-        return JSONResponse(body.model_dump(), status_code=status)
-
-    @app.get(
-        "/metrics",
-        dependencies=[Read],
-        tags=["service"],
-        response_class=Response,
-        responses=errors(401, 403),
-    )
-    def metrics(request: Request, engine: EngineDep) -> Response:
-        """Prometheus text format: requests and latency per route, search stage timings, caches,
-        and searches shed or waiting at the admission gate."""
-        m: Metrics = request.app.state.metrics
-        gate: SearchGate = request.app.state.gate
-        body = m.render(
-            engine.query_cache_stats,
-            engine.result_cache_stats,
-            lambda: {"shed": gate.shed, "waiting": gate.waiting},
-        )
-        return Response(body, media_type=m.content_type)
-
-
-def _docs_route(app: FastAPI) -> None:
-    """``/docs``: Swagger UI over ``/openapi.json`` with its script and stylesheet from the
-    ``swagger-ui-bundle-v2`` wheel, so the page works offline (FastAPI's own loads them from a
-    CDN)."""
-    from fastapi.openapi.docs import get_swagger_ui_html
-    from starlette.staticfiles import StaticFiles
-    from swagger_ui_bundle import swagger_ui_path
-
-    app.mount("/docs/assets", StaticFiles(directory=str(swagger_ui_path)), name="swagger-ui")
-
-    @app.get("/docs", include_in_schema=False)
-    def docs() -> HTMLResponse:
-        return get_swagger_ui_html(
-            openapi_url=app.openapi_url or "/openapi.json",
-            title="toolscout API",
-            swagger_js_url="/docs/assets/swagger-ui-bundle.js",
-            swagger_css_url="/docs/assets/swagger-ui.css",
-            swagger_favicon_url="data:,",
-        )
-
-
 def create_app(
     engine: Engine,
     settings: Settings | None = None,
@@ -439,7 +334,7 @@ def create_app(
         summary="Find the right tools for an AI agent.",
         version="0.1.0",
         lifespan=lifespan,
-        docs_url=None,  # served by _docs_route from the package, not from a CDN
+        docs_url=None,  # served by service_http.docs_route from the package, not from a CDN
         redoc_url=None,
     )
     app.state.engine = engine
@@ -450,12 +345,13 @@ def create_app(
     _install_error_handlers(app)
     _search_routes(app)
     _tool_routes(app)
-    _service_routes(app)
-    _docs_route(app)
     from toolscout.api.console import console_router
     from toolscout.api.enrich_http import enrich_routes  # these import this module too
+    from toolscout.api.service_http import docs_route, service_routes
     from toolscout.api.skills_http import skill_routes  # it imports this module's helpers
 
+    service_routes(app)
+    docs_route(app)
     skill_routes(app)
     enrich_routes(app)
     app.router.routes.append(mcp.route())

@@ -143,12 +143,12 @@ def _catalog_pages(router: APIRouter) -> None:
 def _status_page(router: APIRouter, settings: Settings) -> None:
     @router.get("/status", include_in_schema=False)
     def status(request: Request) -> Response:
-        from toolscout.api.http import _health
+        from toolscout.api.service_http import health_of
 
         def build() -> dict[str, Any]:
             check_read(request)
             engine = _engine(request)
-            code, health = _health(engine)
+            code, health = health_of(engine)
             return {
                 "health": health,
                 "healthy": code == 200,
