@@ -8,7 +8,7 @@ out), nDCG@10 and hit@3 of
 
 * ``vector`` / ``bm25`` — toolscout's own legs (``--mode vector|bm25``);
 * ``hybrid`` — the default search; ``hybrid_3.0_0.5`` — the same with the lexical weight's
-  logistic at midpoint 3.0 / slope 0.5 instead of the default 3.0 / 0.25;
+  logistic at midpoint 3.0 / slope 0.5 instead of the default 3.5 / 0.25;
 * ``plain_cosine`` — cosine with the same model over ``name + split name + description +
   parameter names`` (whole query), the baseline a newcomer would write first;
 * ``weighted_rrf`` — twenty lines anyone can write: bm25s (stemmed, English stopwords) and

@@ -11,6 +11,8 @@ Text variants (the query side is the same for all: the request's intents, best c
 * ``clean`` — readable name, description, parameter names (no server, no enrichment);
 * ``clean_identifier`` — ``clean`` led by the raw identifier (``AclApi.add_mapping (acl api
   add mapping): ...``);
+* ``current_identifier`` — ``current``, but a tool with no server is led by its raw identifier
+  as well (``math.factorial (math factorial): ...``), as ``plain`` is;
 * ``plain`` — the newcomer's ``name + split name + description + parameter names``.
 
 Tool vectors come from the embedding cache when bench/natural.py or an earlier run made them.
@@ -49,8 +51,17 @@ def _clean_identifier(tool: Tool) -> str:
     return _clean(tool, tool.name if same else f"{tool.name} ({readable})")
 
 
+def _current_identifier(tool: Tool, extra: Fields) -> str:
+    text = embed_text(tool, extra)
+    readable = readable_name(tool.name)
+    if tool.server or readable.replace(" ", "") == tool.name.lower():
+        return text
+    return f"{tool.name} ({text.replace(':', '):', 1)}"[:1000]
+
+
 VARIANTS: dict[str, Callable[[Tool, Fields], str]] = {
     "current": lambda t, extra: embed_text(t, extra),
+    "current_identifier": _current_identifier,
     "no_enrichment": lambda t, extra: embed_text(t, None),
     "clean": lambda t, extra: _clean(t),
     "clean_identifier": lambda t, extra: _clean_identifier(t),
@@ -65,6 +76,7 @@ def main() -> int:
     parser.add_argument("--max-queries", type=int, default=400)
     parser.add_argument("--db-dir", type=Path, default=None, help="default: bench/out/natural/db")
     parser.add_argument("--splits", nargs="+", default=["dev"])
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     args = parser.parse_args()
     all_sets = datasets(args.natural)
     db_dir = args.db_dir or db_folder(ROOT / "bench" / "out" / "natural" / "db", DEFAULT_MODEL)
@@ -77,7 +89,8 @@ def main() -> int:
         ids = [t.id for t in tools]
         queries = [engine.searcher.embed_query(r.text) for r in reqs]
         report[name] = {}
-        for variant, text_of in VARIANTS.items():
+        for variant in args.variants:
+            text_of = VARIANTS[variant]
             matrix = engine.embedder.embed([text_of(t, extra.get(t.id)) for t in tools])
             for split in args.splits:
                 rows = []

@@ -52,6 +52,28 @@ def test_a_calibration_with_other_features_is_refused_with_the_fix(tmp_path: Pat
         load_calibration(path)
 
 
+def test_a_request_model_with_other_features_degrades_to_approximate(tmp_path: Path) -> None:
+    """A stale request model must not stop the engine (nor bench/calibrate.py, which re-fits
+    it): hits keep their own probabilities, answerability is unknown, the status says why."""
+    data = load_calibration().to_dict()
+    data["models"]["hybrid"]["request"]["features"] = ["cosine", "standout", "lexical"]
+    data["models"]["hybrid"]["request"]["coef"] = [5.0, 1.0, 0.1]
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps(data))
+    cal = load_calibration(path)
+    assert cal.stale and "bench/calibrate.py --write" in cal.stale
+    best = Evidence(cosine=0.05, standout=0.0, lexical=0.0, relative=1.0)
+    assert cal.answerable("hybrid", best) == 1.0
+    assert cal.status(_Named("whatever")).startswith("approximate: the request model for hybrid")
+
+
+class _Named:
+    """The smallest embedder identity ``Calibration.status`` reads."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
 def test_a_missing_calibration_file_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="calibration"):
         load_calibration(tmp_path / "absent.json")

@@ -22,12 +22,13 @@ from toolscout.search.document import embed_text
 ROOT = Path(__file__).resolve().parents[2]
 NATURAL = ROOT / "data" / "natural"
 
-#: Vector-only hit@3 floors (cosine over ``embed_text``, as below). Measured: the default model
-#: 90.0 on ToolAlpaca and 58.4 on the paraphrase test half; stock all-MiniLM-L6-v2 87.1 and 51.9.
-#: The ToolAlpaca floor catches a broken model, tokenizer or pooling; the paraphrase floor also
-#: sits above the stock model, so shipping the untuned graph by mistake fails it.
+#: Vector-only hit@3 floors (cosine over ``embed_text``, as below). Measured on an AVX2-only CPU:
+#: the default model (v3) 92.3 on ToolAlpaca and 67.5 on the paraphrase test half; stock
+#: all-MiniLM-L6-v2 87.6 and 50.6; the previous default (v2) 58.4 on the paraphrase half. The
+#: ToolAlpaca floor catches a broken model, tokenizer or pooling; the paraphrase floor sits above
+#: the stock model and v2, so shipping an older graph by mistake fails it.
 TOOLALPACA_FLOOR = 80.0
-PARAPHRASE_TEST_FLOOR = 55.0
+PARAPHRASE_TEST_FLOOR = 62.0
 
 
 def _hit_at_3(model: str, tools_path: Path, queries: list[tuple[str, list[str]]]) -> float:

@@ -29,8 +29,8 @@ from toolscout.errors import ConfigError, EmbedError
 #: The fine-tuned default: folder inside this package and the pinned sha256 of its graph.
 TOOL_MODEL = "tool-minilm-l6"
 TOOL_MODEL_DIR = "models/tool-minilm-l6"
-TOOL_MODEL_SHA256 = "ca0ec9be35bf63c026283057fd67ecf67d6214967a42b099b375d428e0eb2c52"
-TOOL_MODEL_NAME = "tool-minilm-l6-v2-int8-onnx"
+TOOL_MODEL_SHA256 = "14837d12c58ffd1d2e70c668d9bdf0b34a7a3ce5b93ab2f974cb8c67d74523c5"
+TOOL_MODEL_NAME = "tool-minilm-l6-v3-int8-onnx"
 
 #: The stock model (from PyPI wheels).
 STOCK_MODEL = "minilm-l6-int8"
