@@ -39,6 +39,8 @@ PROBE = [
 
 #: Below this (worst probe text), ``--precision auto`` falls back to the fp32 graph.
 MIN_INT8_COSINE = 0.98
+#: ``--precision`` choices (module docstring).
+PRECISIONS = ("auto", "int8", "fp32")
 
 
 def pooling_of(src: Path) -> tuple[str, int]:
@@ -163,7 +165,7 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument(
         "--precision",
-        choices=("auto", "int8", "fp32"),
+        choices=PRECISIONS,
         default="auto",
         help="auto: int8 unless it is inaccurate on this CPU, then fp32",
     )

@@ -19,6 +19,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from export_onnx import PRECISIONS, export_folder
+
 HERE = Path(__file__).resolve().parent
 PINS = HERE / "teacher-mpnet.txt"
 
@@ -52,12 +54,9 @@ def fetch_folder(work: Path) -> Path:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("out", type=Path)
-    parser.add_argument("--precision", choices=("auto", "int8", "fp32"), default="auto")
+    parser.add_argument("--precision", choices=PRECISIONS, default="auto")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
-    sys.path.insert(0, str(HERE))
-    from export_onnx import export_folder
-
     with tempfile.TemporaryDirectory() as tmp:
         src = fetch_folder(Path(tmp))
         export_folder(src, args.out, threads=args.threads, precision=args.precision)
