@@ -32,9 +32,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -85,14 +88,35 @@ def _sample(items: list[Any], limit: int) -> list[Any]:
 
 
 Rows = dict[str, list[tuple[list[float], float]]]
+RequestRows = dict[str, list[tuple[Evidence, float]]]
+#: The share of the crowd in the request model of the vector modes, tried on dev requests.
+MIX_GRID = tuple(round(0.1 * i, 1) for i in range(11))
+
+
+def request_evidence(
+    engine: Engine, text: str, mode: str, exclude: frozenset[str] = frozenset()
+) -> Evidence | None:
+    """What the request model reads, as search/hybrid.py computes it, with the tools in
+    ``exclude`` taken out as if they were not indexed: the vector leg's closest remaining tool
+    with the crowd (``bm25``: the best remaining hit)."""
+    leg = SearchMode.BM25 if mode == "bm25" else SearchMode.VECTOR
+    found = engine.searcher.search_evidence(text, mode=leg, limit=10 + len(exclude))
+    rest = [ev for ranked, ev in found if ranked.id not in exclude]
+    if not rest:
+        return None
+    if mode == "bm25":
+        return rest[0]
+    closest = max(rest, key=lambda ev: ev.cosine or 0.0)
+    return Evidence(closest.cosine, closest.standout, None, 1.0)
 
 
 def training_rows(
-    engine: Engine, requests: list[tuple[str, tuple[str, ...]]], request_rows: Rows
+    engine: Engine, requests: list[tuple[str, tuple[str, ...]]], request_rows: RequestRows
 ) -> Rows:
     """Feature rows per mode: the top 10 over the whole catalog (gold hits positive), and the
     top 10 once the gold tools are taken out (all negative; each hit's relative score is
-    re-based on the best remaining hit, as if the gold tools were not indexed)."""
+    re-based on the best remaining hit, as if the gold tools were not indexed). Request rows:
+    the request over the whole catalog (answerable) and without its gold tools (not)."""
     rows: dict[str, list[tuple[list[float], float]]] = {m: [] for m in MODES}
     for text, gold in requests:
         gold_set = set(gold)
@@ -104,11 +128,10 @@ def training_rows(
             for ranked, ev in found[:10]:
                 rows[mode].append((ev.values(names), float(ranked.id in gold_set)))
             rest = [ev for ranked, ev in found if ranked.id not in gold_set][:10]
-            best_names = REQUEST_FEATURES[mode]
-            if found:
-                request_rows[mode].append((found[0][1].values(best_names), 1.0))
-            if rest:
-                request_rows[mode].append((rest[0].values(best_names), 0.0))
+            for label, exclude in ((1.0, frozenset[str]()), (0.0, frozenset(gold_set))):
+                request = request_evidence(engine, text, mode, exclude)
+                if request is not None:
+                    request_rows[mode].append((request, label))
             top = max((ev.relative for ev in rest), default=0.0)
             for ev in rest:
                 rebased = replace(ev, relative=ev.relative / top if top > 0 else 0.0)
@@ -116,29 +139,143 @@ def training_rows(
     return rows
 
 
-def foreign_rows(engine: Engine, texts: list[str], request_rows: Rows) -> None:
-    """Negative request rows: the best hit of requests written for another catalog."""
+def foreign_rows(engine: Engine, texts: list[str], request_rows: RequestRows) -> None:
+    """Negative request rows: requests written for another catalog."""
     for text in texts:
         for mode in MODES:
-            found = engine.searcher.search_evidence(text, mode=SearchMode(mode), limit=1)
-            if found:
-                request_rows[mode].append((found[0][1].values(REQUEST_FEATURES[mode]), 0.0))
+            request = request_evidence(engine, text, mode)
+            if request is not None:
+                request_rows[mode].append((request, 0.0))
 
 
-def top_evidence(engine: Engine, texts: list[str]) -> dict[str, list[Evidence | None]]:
-    """The best hit's evidence per request and mode (None: nothing found)."""
-    out: dict[str, list[Evidence | None]] = {m: [] for m in MODES}
+def dev_evidence(engine: Engine, texts: list[str]) -> dict[str, list[Evidence | None]]:
+    """Per request: what each mode's request model reads, and (``"top"``) the evidence of the
+    default search's first hit, for the baselines (None: nothing found)."""
+    out: dict[str, list[Evidence | None]] = {m: [] for m in (*MODES, "top")}
     for text in texts:
         for mode in MODES:
-            found = engine.searcher.search_evidence(text, mode=SearchMode(mode), limit=1)
-            out[mode].append(found[0][1] if found else None)
+            out[mode].append(request_evidence(engine, text, mode))
+        found = engine.searcher.search_evidence(text, mode=SearchMode.HYBRID, limit=1)
+        out["top"].append(found[0][1] if found else None)
     return out
+
+
+def support(ev: Evidence, mix: float) -> float:
+    """The vector modes' request evidence in one number: cosine and crowd, mixed."""
+    return (1.0 - mix) * (ev.cosine or 0.0) + mix * (ev.crowd or 0.0)
+
+
+def flag_rates(
+    judge: Callable[[Evidence], float],
+    answerable: list[Evidence | None],
+    *unanswerable: list[Evidence | None],
+) -> tuple[float, list[float]]:
+    """The rule "flag below the 5 % quantile of the answerable requests' values": the cut and
+    the share of each ``unanswerable`` list it flags (a request with no hit is flagged)."""
+
+    def value(ev: Evidence | None) -> float:
+        return judge(ev) if ev is not None else -math.inf
+
+    cut = float(np.quantile([value(e) for e in answerable], MAX_FLAGGED))
+    return cut, [float(np.mean([value(e) < cut for e in part])) for part in unanswerable]
+
+
+def choose_mix(
+    answerable: list[Evidence | None], no_match_dev: list[Evidence | None]
+) -> tuple[float, dict[float, float]]:
+    """The crowd's share that flags the most no-match dev requests at the 5 % budget (ties:
+    the smaller share), and every share's rate."""
+    rates = {
+        mix: flag_rates(partial(support, mix=mix), answerable, no_match_dev)[1][0]
+        for mix in MIX_GRID
+    }
+    return max(rates, key=lambda mix: (rates[mix], -mix)), rates
+
+
+def fit_request(
+    rows: list[tuple[Evidence, float]], mode: str, mix: float
+) -> tuple[tuple[float, ...], float]:
+    """The request model: a logistic of the mixed support (vector modes) or of BM25, on
+    training rows; its one slope is spread over cosine and crowd in the chosen ratio."""
+    y = np.array([label for _, label in rows], dtype=np.float64)
+    if mode == "bm25":
+        x = np.array([ev.values(REQUEST_FEATURES[mode]) for ev, _ in rows], dtype=np.float64)
+        return fit_logistic(x, y)
+    x = np.array([[support(ev, mix)] for ev, _ in rows], dtype=np.float64)
+    (slope,), intercept = fit_logistic(x, y)
+    return (slope * (1.0 - mix), slope * mix), intercept
 
 
 def _prob(model: ModeModel, mode: str, ev: Evidence | None) -> float:
     if ev is None:
         return 0.0
     return Calibration({mode: model}, "-").answerable(mode, ev)
+
+
+def collect_training(
+    sets: dict[str, Any], db_dir: Path, model: str, args: argparse.Namespace
+) -> tuple[Rows, RequestRows, str, str | None]:
+    """Step 1's rows: hit rows and request rows per mode, and the model's name and digest."""
+    rows: Rows = {m: [] for m in MODES}
+    request_rows: RequestRows = {m: [] for m in MODES}
+    embedder, digest = "", None
+    requests = {src: _train_requests(sets[src].queries, args.max_train) for src in TRAIN_SOURCES}
+    for source in TRAIN_SOURCES:
+        ds = sets[source]
+        engine, _ = open_index(db_dir / f"{source}.db", ds.tools, source, model)
+        embedder, digest = embedder_identity(engine.embedder)
+        reqs = requests[source]
+        for mode, part in training_rows(engine, reqs, request_rows).items():
+            rows[mode].extend(part)
+        foreign = [
+            text
+            for other in TRAIN_SOURCES
+            if other != source
+            for text, _ in _sample(requests[other], args.max_foreign)
+        ]
+        foreign_rows(engine, foreign, request_rows)
+        print(f"{source}: {len(reqs)} training requests, {len(foreign)} foreign", flush=True)
+        engine.close()
+    return rows, request_rows, embedder, digest
+
+
+Evidences = dict[str, list[Evidence | None]]
+
+
+def collect_dev(
+    sets: dict[str, Any], db_dir: Path, model: str, max_dev: int
+) -> tuple[dict[str, Evidences], Evidences, Evidences]:
+    """Step 2's evidence: per answerable dev set, and for the no-match requests' dev (odd
+    ids) and held-out (even ids) halves, over both catalogs."""
+    answerable: dict[str, Evidences] = {}
+    for name in ["livemcp_paraphrase", *TRAIN_SOURCES]:
+        ds = sets[name]
+        reqs = [r for r in load_requests(ds, max_dev) if r.split == "dev"]
+        engine, _ = open_index(db_dir / f"{name}.db", ds.tools, name, model)
+        answerable[name] = dev_evidence(engine, [r.text for r in reqs])
+        engine.close()
+    catalogs = {
+        "builtin": ROOT / "src" / "toolscout" / "data" / "starter_catalog.json",
+        "livemcpbench": SHARED / "livemcpbench" / "tools.jsonl",
+    }
+    nm_rows, mi_rows = (
+        [json.loads(x) for x in (TESTS / name / "queries.jsonl").read_text().splitlines()]
+        for name in ("no_match", "multi_intent")
+    )
+    unanswerable: Evidences = {m: [] for m in (*MODES, "top")}
+    held_out: Evidences = {m: [] for m in (*MODES, "top")}
+    for name, path in catalogs.items():
+        engine, _ = open_index(db_dir / f"no_match_{name}.db", path, name, model)
+        part = dev_evidence(engine, [r["query"] for r in nm_rows if _odd_dev(r) == "dev"])
+        test = dev_evidence(engine, [r["query"] for r in nm_rows if _odd_dev(r) == "test"])
+        for key in unanswerable:
+            unanswerable[key].extend(part[key])
+            held_out[key].extend(test[key])
+        answerable[f"multi_intent:{name}"] = dev_evidence(
+            engine, [r["query"] for r in mi_rows if r["group"] == name]
+        )
+        engine.close()
+    return answerable, unanswerable, held_out
 
 
 def main() -> int:
@@ -153,7 +290,7 @@ def main() -> int:
     parser.add_argument("--db-dir", type=Path, default=None, help="default: bench/out/natural/db")
     parser.add_argument("--write", action="store_true", help="write calibration.json")
     parser.add_argument(
-        "--thresholds-only", action="store_true", help="keep the packaged fit, redo step 2"
+        "--thresholds-only", action="store_true", help="keep the packaged fit, redo step 3"
     )
     args = parser.parse_args()
     t0 = time.perf_counter()
@@ -161,78 +298,43 @@ def main() -> int:
     model = args.embed_model
     db_dir = args.db_dir or db_folder(ROOT / "bench" / "out" / "natural" / "db", model)
 
-    # 1. fit on training requests
+    # 1. training rows; 2. dev evidence
     rows: Rows = {m: [] for m in MODES}
-    request_rows: Rows = {m: [] for m in MODES}
-    embedder, digest = "", None
-    sources = TRAIN_SOURCES if not args.thresholds_only else ()
-    requests = {src: _train_requests(sets[src].queries, args.max_train) for src in sources}
-    for source in sources:
-        ds = sets[source]
-        engine, _ = open_index(db_dir / f"{source}.db", ds.tools, source, model)
-        embedder, digest = embedder_identity(engine.embedder)
-        reqs = requests[source]
-        for mode, part in training_rows(engine, reqs, request_rows).items():
-            rows[mode].extend(part)
-        foreign = [
-            text
-            for other in sources
-            if other != source
-            for text, _ in _sample(requests[other], args.max_foreign)
-        ]
-        foreign_rows(engine, foreign, request_rows)
-        print(f"{source}: {len(reqs)} training requests, {len(foreign)} foreign", flush=True)
-        engine.close()
+    request_rows: RequestRows = {m: [] for m in MODES}
     models: dict[str, ModeModel] = {}
     if args.thresholds_only:
         packaged = load_calibration()
         models, embedder = dict(packaged.models), packaged.fitted_for
         digest = packaged.model_sha256
+    else:
+        rows, request_rows, embedder, digest = collect_training(sets, db_dir, model, args)
+    answerable, unanswerable, held_out = collect_dev(sets, db_dir, model, args.max_dev)
+    pooled_vector = [e for evs in answerable.values() for e in evs["vector"]]
+
+    # The crowd's share in the vector modes' request model, chosen on the dev halves only.
+    mix, mix_rates = choose_mix(pooled_vector, unanswerable["vector"])
+    mix_report = {
+        str(m): {"dev": rate, "held_out": flag_rates(
+            partial(support, mix=m), pooled_vector, held_out["vector"])[1][0]}
+        for m, rate in mix_rates.items()
+    }  # fmt: skip
+    print("crowd share: dev (held out) no-match flagged: " + ", ".join(
+        f"{m} {100 * r['dev']:.1f} ({100 * r['held_out']:.1f})" for m, r in mix_report.items()
+    ) + f"; chosen {mix}", flush=True)  # fmt: skip
+
     for mode in MODES if not args.thresholds_only else ():
         x = np.array([f for f, _ in rows[mode]], dtype=np.float64)
         y = np.array([lab for _, lab in rows[mode]], dtype=np.float64)
         coef, intercept = fit_logistic(x, y)
-        rx = np.array([f for f, _ in request_rows[mode]], dtype=np.float64)
-        ry = np.array([lab for _, lab in request_rows[mode]], dtype=np.float64)
-        rcoef, rintercept = fit_logistic(rx, ry)
+        rcoef, rintercept = fit_request(request_rows[mode], mode, mix)
         models[mode] = ModeModel(coef, intercept, 0.0, rcoef, rintercept)
+        answerable_rows = int(sum(lab for _, lab in request_rows[mode]))
         print(f"{mode}: {len(y)} hit rows, {int(y.sum())} positive; coef {coef} b {intercept:.3f}")
-        print(f"{mode}: {len(ry)} request rows, {int(ry.sum())} answerable; coef {rcoef} "
-              f"b {rintercept:.3f}")  # fmt: skip
+        print(f"{mode}: {len(request_rows[mode])} request rows, {answerable_rows} answerable; "
+              f"coef {rcoef} b {rintercept:.3f}")  # fmt: skip
 
-    # 2. thresholds on dev requests
-    answerable: dict[str, dict[str, list[Evidence | None]]] = {}
-    dev_sets = ["livemcp_paraphrase", *TRAIN_SOURCES]
-    for name in dev_sets:
-        ds = sets[name]
-        reqs = [r for r in load_requests(ds, args.max_dev) if r.split == "dev"]
-        engine, _ = open_index(db_dir / f"{name}.db", ds.tools, name, model)
-        answerable[name] = top_evidence(engine, [r.text for r in reqs])
-        engine.close()
-    catalogs = {
-        "builtin": ROOT / "src" / "toolscout" / "data" / "starter_catalog.json",
-        "livemcpbench": SHARED / "livemcpbench" / "tools.jsonl",
-    }
-    nm_rows = [
-        json.loads(x) for x in (TESTS / "no_match" / "queries.jsonl").read_text().splitlines()
-    ]
-    mi_rows = [
-        json.loads(x) for x in (TESTS / "multi_intent" / "queries.jsonl").read_text().splitlines()
-    ]
-    unanswerable: dict[str, list[Evidence | None]] = {m: [] for m in MODES}
-    held_out: dict[str, list[Evidence | None]] = {m: [] for m in MODES}
-    for name, path in catalogs.items():
-        engine, _ = open_index(db_dir / f"no_match_{name}.db", path, name, model)
-        part = top_evidence(engine, [r["query"] for r in nm_rows if _odd_dev(r) == "dev"])
-        test = top_evidence(engine, [r["query"] for r in nm_rows if _odd_dev(r) == "test"])
-        for mode in MODES:
-            unanswerable[mode].extend(part[mode])
-            held_out[mode].extend(test[mode])
-        answerable[f"multi_intent:{name}"] = top_evidence(
-            engine, [r["query"] for r in mi_rows if r["group"] == name]
-        )
-        engine.close()
-    report: dict[str, Any] = {}
+    # 3. thresholds on dev requests
+    report: dict[str, Any] = {"crowd_share": mix, "crowd_share_sweep": mix_report}
     for mode in MODES:
         fit = models[mode]
         # At most 5 % of all answerable dev requests flagged (pooled over the dev sets).
@@ -260,18 +362,17 @@ def main() -> int:
             flush=True,
         )
     # Same-run baselines, by the same rule (5 % of the pooled answerable dev requests flagged):
-    # the best hit's raw cosine alone, and the hit-level probability alone (no request model).
-    fit = models["hybrid"]
-    hit_only = Calibration({"hybrid": replace(fit, request_coef=())}, "-")
-    baselines: dict[str, Any] = {
-        "best_cosine": lambda e: e.cosine or 0.0,
-        "hit_probability": lambda e: hit_only.probability("hybrid", e),
+    # the default search's first hit's cosine (the previous request model), the closest tool's
+    # cosine alone, and the hit-level probability alone (no request model).
+    hit_only = Calibration({"hybrid": replace(models["hybrid"], request_coef=())}, "-")
+    baselines: dict[str, tuple[str, Callable[[Evidence], float]]] = {
+        "first_hit_cosine": ("top", lambda e: e.cosine or 0.0),
+        "closest_cosine": ("vector", lambda e: e.cosine or 0.0),
+        "hit_probability": ("top", lambda e: hit_only.probability("hybrid", e)),
     }
-    for name, judge in baselines.items():
-        pooled = [judge(e) if e else 0.0 for evs in answerable.values() for e in evs["hybrid"]]
-        cut = float(np.quantile(pooled, MAX_FLAGGED))
-        dev = float(np.mean([(judge(e) if e else 0.0) < cut for e in unanswerable["hybrid"]]))
-        test = float(np.mean([(judge(e) if e else 0.0) < cut for e in held_out["hybrid"]]))
+    for name, (key, judge) in baselines.items():
+        pooled_key = [e for evs in answerable.values() for e in evs[key]]
+        cut, (dev, test) = flag_rates(judge, pooled_key, unanswerable[key], held_out[key])
         report[f"baseline:{name}"] = {"cut": cut, "no_match_flagged_dev": dev,
                                       "no_match_flagged_test": test}  # fmt: skip
         print(f"baseline {name}: cut {cut:.3f}; no-match dev flagged {100 * dev:.1f} %, "
@@ -282,8 +383,8 @@ def main() -> int:
         f"{sum(len(r) for r in rows.values())} hit rows and "
         f"{sum(len(r) for r in request_rows.values())} request rows from the data/natural "
         f"train splits ({', '.join(TRAIN_SOURCES)}; requests also searched over the other "
-        "sources' catalogs as unanswerable); thresholds: at most 5 % of the pooled answerable "
-        "dev requests flagged"
+        f"sources' catalogs as unanswerable); crowd share {mix} and thresholds chosen on dev "
+        "requests: at most 5 % of the pooled answerable dev requests flagged"
     )
     if args.thresholds_only:
         provenance = load_calibration().provenance

@@ -2,9 +2,12 @@
 
 The legs' raw evidence is comparable across requests, unlike a per-request rescaling (which gives
 "zzzz qqqq" a top score of 1.0). The score is a product of two logistic models:
-``P(answerable)``, that some indexed tool serves the request, from the best hit's cosine (BM25
-for a ``bm25`` search), and ``P(fits | answerable)``, that this hit is the one, from the
-hit's own evidence:
+``P(answerable)``, that some indexed tool serves the request, and ``P(fits | answerable)``, that
+this hit is the one, from the hit's own evidence. ``P(answerable)`` reads the vector leg's
+closest tool, whichever hit the fusion put first: its cosine and the ``crowd``, the median cosine
+of the vector leg's candidates (the best hit's BM25 for a ``bm25`` search). A request that no
+tool serves tends to lie away from the whole catalog, not only from its closest tool. The hit
+features:
 
 * ``cosine``: the hit's cosine similarity to the request (best over its intents);
 * ``standout``: that cosine minus the median cosine of the vector leg's candidates, i.e. how far
@@ -47,12 +50,12 @@ MODE_FEATURES: dict[str, tuple[str, ...]] = {
     "vector": ("cosine", "standout", "relative"),
     "bm25": ("lexical", "relative"),
 }
-#: The features of the request-level model: the request's best hit's evidence. Cosine alone:
-#: with standout and BM25 added, the model flagged fewer of the dev requests that no tool serves
-#: at the same 5 % budget on answerable ones (73.5 % against 77.1 %; docs/BENCHMARKS.md §14).
+#: The features of the request-level model (see the module docstring). The weights of cosine
+#: and crowd are mixed in a ratio chosen on dev requests and scaled by a fit on training requests
+#: (bench/calibrate.py; docs/BENCHMARKS.md §14 has the sweep).
 REQUEST_FEATURES: dict[str, tuple[str, ...]] = {
-    "hybrid": ("cosine",),
-    "vector": ("cosine",),
+    "hybrid": ("cosine", "crowd"),
+    "vector": ("cosine", "crowd"),
     "bm25": ("lexical",),
 }
 CALIBRATION_FILE = "calibration.json"
@@ -67,13 +70,20 @@ class Evidence:
     lexical: float | None
     relative: float
 
+    @property
+    def crowd(self) -> float | None:
+        """The median cosine of the vector leg's candidates (None: no vector leg)."""
+        if self.cosine is None or self.standout is None:
+            return None
+        return self.cosine - self.standout
+
     def values(self, names: Sequence[str]) -> list[float]:
         return [float(getattr(self, n) or 0.0) for n in names]
 
 
 @dataclass(frozen=True)
 class ModeModel:
-    """One search mode's two logistic models: ``P(answerable)`` from the best hit's evidence
+    """One search mode's two logistic models: ``P(answerable)`` from the request's evidence
     (``request_coef``, ``request_intercept``; empty: always 1) and ``P(this hit fits | the
     request is answerable)`` from the hit's own evidence (``coef``, ``intercept``)."""
 
@@ -124,7 +134,8 @@ class Calibration:
         return answerable * _sigmoid(model.intercept, model.coef, x)
 
     def answerable(self, mode: str, best: Evidence) -> float:
-        """The probability that some indexed tool serves the request, from its best hit."""
+        """The probability that some indexed tool serves the request, from the evidence of its
+        closest tool (``bm25``: its best hit)."""
         model = self.models[mode]
         if not model.request_coef:
             return 1.0

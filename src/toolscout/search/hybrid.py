@@ -18,7 +18,8 @@ fixes both:
 
 Scores are calibrated (``search/calibration.py``): a hit's score is the probability that the tool
 serves the request, comparable across requests; a request that no indexed tool is likely to
-serve (judged from its best hit) is a ``no_match``.
+serve (judged from the closest tool and from how close the catalog's tools are as a crowd) is a
+``no_match``.
 """
 
 from __future__ import annotations
@@ -269,7 +270,9 @@ class HybridSearcher:
         lex_score = {h.id: h.score for h in lexical}
         cos = {h.id: h.score for h in vector}
         floor_cos = vector[-1].score if vector else 0.0
-        median = float(np.median([h.score for h in vector])) if vector else 0.0
+        # Over the configured number of candidates, whatever the limit.
+        crowd = vector[: self.config.candidates]
+        median = float(np.median([h.score for h in crowd])) if crowd else 0.0
         idf = math.log(self.store.count() + 1.0)
         # Relative to the request's best hit in every mode (a vector run holds raw cosines).
         best = max((h.score for h in top), default=0.0)
@@ -287,8 +290,13 @@ class HybridSearcher:
                     relative=min(1.0, max(0.0, hit.score * scale)),
                 )
             )
-        # How likely it is that any tool serves the request, from its best hit's evidence.
-        answerable = self.calibration.answerable(mode.value, evidence[0]) if evidence else 0.0
+        # How likely it is that any tool serves the request: from the vector leg's closest tool
+        # and its crowd (whatever the fused order put first), or the best hit's BM25.
+        request = evidence[0] if evidence else None
+        if request is not None and mode is not SearchMode.BM25 and vector:
+            closest = vector[0].score
+            request = Evidence(closest, closest - median, request.lexical, 1.0)
+        answerable = self.calibration.answerable(mode.value, request) if request else 0.0
         out: list[tuple[Ranked, Evidence]] = []
         ceiling = 1.0
         for hit, ev in zip(top, evidence, strict=True):
