@@ -7,25 +7,30 @@ records its name and the sha256 of its graph, and a search with any other model 
 scores as approximate (``metadata["calibration"]``). Re-run this after changing the default
 model.
 
-1. Fit, per search mode, two logistic models on the **training** requests of data/natural
-   (metatool, gorilla_apibench, bfcl; their tools and requests are disjoint from every dev and
-   test split by construction):
+1. Collect rows from the **training** requests of data/natural (metatool, gorilla_apibench,
+   bfcl; their tools and requests are disjoint from every dev and test split by construction):
    * "this hit is the one that serves the request": each training request is searched over its
      own catalog; its top 10 give rows (a hit is positive when it is gold), and the top 10
      without its gold tools give negative rows;
-   * "some indexed tool serves the request", from the best hit's evidence: positive for each
-     training request over its own catalog; negative for the same request with its gold tools
-     taken out (a near miss) and for requests of the *other* training sources searched over this
-     catalog (APIs of another domain; a rare accidental fit there is label noise).
-   A hit's score is the product of the two.
-2. Choose ``no_match_below`` (a bound on ``P(answerable)``) per mode on **dev** requests only:
-   the highest threshold that flags
-   at most 5 % of the answerable dev requests, pooled (the paraphrase set's odd ids, the dev
-   splits of data/natural, the multi-intent set), then report the share of each dev set and of
-   the no-match dev requests (tests/data/no_match, odd ids) it flags.
-3. With ``--write``, store the result beside the code.
-4. Only then, report what the chosen thresholds flag on the held-out no-match requests
-   (tests/data/no_match, even ids); nothing here chooses anything on them or on a test split.
+   * "some indexed tool serves the request", from the request's evidence (the vector leg's
+     closest tool and the crowd, the median cosine of its candidates; BM25 for ``bm25``):
+     positive for each training request over its own catalog; negative for the same request
+     with its gold tools taken out (a near miss) and for requests of the *other* training
+     sources searched over this catalog (APIs of another domain; a rare accidental fit there is
+     label noise).
+2. Choose on **dev** requests only (the answerable ones pooled: the paraphrase set's odd ids,
+   the dev splits of data/natural, the multi-intent set; and the no-match dev half,
+   tests/data/no_match odd ids) the crowd's share in the request evidence, ``(1 - s) x cosine +
+   s x crowd``: the ``s`` of 0, 0.1, ... 1 that flags the most no-match dev requests when at
+   most 5 % of the answerable ones are flagged. Fit, per search mode, the two logistic models
+   on the training rows (the request model's one slope is spread over cosine and crowd in the
+   chosen ratio). A hit's score is the product of the two.
+3. Choose ``no_match_below`` (a bound on ``P(answerable)``) per mode on the dev requests: the
+   highest threshold that flags at most 5 % of the pooled answerable dev requests; report the
+   share of each dev set and of the no-match dev requests it flags.
+4. With ``--write``, store the result beside the code.
+5. Report what the choices flag on the held-out no-match requests (tests/data/no_match, even
+   ids); nothing here chooses anything on them or on a test split.
 """
 
 from __future__ import annotations
@@ -298,7 +303,7 @@ def main() -> int:
     model = args.embed_model
     db_dir = args.db_dir or db_folder(ROOT / "bench" / "out" / "natural" / "db", model)
 
-    # 1. training rows; 2. dev evidence
+    # 1. training rows and dev evidence
     rows: Rows = {m: [] for m in MODES}
     request_rows: RequestRows = {m: [] for m in MODES}
     models: dict[str, ModeModel] = {}
@@ -311,7 +316,7 @@ def main() -> int:
     answerable, unanswerable, held_out = collect_dev(sets, db_dir, model, args.max_dev)
     pooled_vector = [e for evs in answerable.values() for e in evs["vector"]]
 
-    # The crowd's share in the vector modes' request model, chosen on the dev halves only.
+    # 2. the crowd's share in the vector modes' request model (dev only), then the fits
     mix, mix_rates = choose_mix(pooled_vector, unanswerable["vector"])
     mix_report = {
         str(m): {"dev": rate, "held_out": flag_rates(
@@ -333,7 +338,7 @@ def main() -> int:
         print(f"{mode}: {len(request_rows[mode])} request rows, {answerable_rows} answerable; "
               f"coef {rcoef} b {rintercept:.3f}")  # fmt: skip
 
-    # 3. thresholds on dev requests
+    # 3. thresholds on dev requests (4. write, 5. held-out figures: below)
     report: dict[str, Any] = {"crowd_share": mix, "crowd_share_sweep": mix_report}
     for mode in MODES:
         fit = models[mode]
