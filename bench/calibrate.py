@@ -375,6 +375,14 @@ def main() -> int:
         "closest_cosine": ("vector", lambda e: e.cosine or 0.0),
         "hit_probability": ("top", lambda e: hit_only.probability("hybrid", e)),
     }
+    if not args.thresholds_only:
+        # Cosine and crowd weighed by the training rows alone (no share chosen on dev rows).
+        free = fit_logistic(
+            np.array([ev.values(REQUEST_FEATURES["vector"]) for ev, _ in request_rows["vector"]]),
+            np.array([label for _, label in request_rows["vector"]]),
+        )
+        free_model = ModeModel((), 0.0, 0.0, *free)
+        baselines["training_fit"] = ("vector", partial(_prob, free_model, "vector"))
     for name, (key, judge) in baselines.items():
         pooled_key = [e for evs in answerable.values() for e in evs[key]]
         cut, (dev, test) = flag_rates(judge, pooled_key, unanswerable[key], held_out[key])
