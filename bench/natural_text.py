@@ -15,6 +15,8 @@ Text variants (the query side is the same for all: the request's intents, best c
   as well (``math.factorial (math factorial): ...``), as ``plain`` is;
 * ``plain`` — the newcomer's ``name + split name + description + parameter names``.
 
+Each variant is also compared with ``current`` request by request: on how many requests one
+ranks a gold tool in the top 3 and the other does not, with the exact sign test's p-value.
 Tool vectors come from the embedding cache when bench/natural.py or an earlier run made them.
 """
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -69,6 +72,16 @@ VARIANTS: dict[str, Callable[[Tool, Fields], str]] = {
 }
 
 
+def paired(mine: list[float], theirs: list[float]) -> tuple[int, int, float]:
+    """Requests one text ranks right in the top 3 and the other does not, both ways, and the
+    exact two-sided sign test's p-value of that split (1.0: no difference)."""
+    won = sum(1 for a, b in zip(mine, theirs, strict=True) if a > b)
+    lost = sum(1 for a, b in zip(mine, theirs, strict=True) if a < b)
+    n, k = won + lost, min(won, lost)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n if n else 0.5
+    return won, lost, min(1.0, 2 * tail)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sets", nargs="+", default=["livemcp_paraphrase", "metatool", "bfcl"])
@@ -89,11 +102,12 @@ def main() -> int:
         ids = [t.id for t in tools]
         queries = [engine.searcher.embed_query(r.text) for r in reqs]
         report[name] = {}
+        hits: dict[tuple[str, str], list[float]] = {}
         for variant in args.variants:
             text_of = VARIANTS[variant]
             matrix = engine.embedder.embed([text_of(t, extra.get(t.id)) for t in tools])
             for split in args.splits:
-                rows = []
+                rows: list[dict[str, float]] = []
                 for r, q in zip(reqs, queries, strict=True):
                     if r.split != split:
                         continue
@@ -105,11 +119,19 @@ def main() -> int:
                     "hit@3": m["hit@3"],
                     "ndcg@10": m["ndcg@10"],
                 }
+                hits[(split, variant)] = [row["hit@3"] for row in rows]
                 print(
                     f"{name:18s} {split:4s} n={len(rows):4d} {variant:17s} "
                     f"hit@3 {100 * m['hit@3']:5.1f}  nDCG@10 {100 * m['ndcg@10']:5.1f}",
                     flush=True,
                 )
+        for (split, variant), mine in hits.items():
+            if variant == "current" or (split, "current") not in hits:
+                continue
+            won, lost, p = paired(mine, hits[(split, "current")])
+            report[name][split][variant].update({"won": won, "lost": lost, "sign_test_p": p})
+            print(f"{name:18s} {split:4s} {variant:17s} against current: hit@3 on {won} "
+                  f"requests it misses, misses {lost} it hits; sign test p = {p:.2f}")  # fmt: skip
         engine.close()
     out = ROOT / "bench" / "out" / "natural"
     out.mkdir(parents=True, exist_ok=True)
