@@ -94,7 +94,8 @@ def _sample(items: list[Any], limit: int) -> list[Any]:
 
 Rows = dict[str, list[tuple[list[float], float]]]
 RequestRows = dict[str, list[tuple[Evidence, float]]]
-#: The share of the crowd in the request model of the vector modes, tried on dev requests.
+#: Shares of the crowd (the median cosine of the vector leg's candidates) beside the closest
+#: tool's cosine, measured and reported (not used by the packaged model).
 MIX_GRID = tuple(round(0.1 * i, 1) for i in range(11))
 
 
@@ -165,9 +166,14 @@ def dev_evidence(engine: Engine, texts: list[str]) -> dict[str, list[Evidence | 
     return out
 
 
+def crowd(ev: Evidence) -> float:
+    """The median cosine of the vector leg's candidates (the hit's cosine minus its standout)."""
+    return (ev.cosine or 0.0) - (ev.standout or 0.0)
+
+
 def support(ev: Evidence, mix: float) -> float:
-    """The vector modes' request evidence in one number: cosine and crowd, mixed."""
-    return (1.0 - mix) * (ev.cosine or 0.0) + mix * (ev.crowd or 0.0)
+    """The closest tool's cosine and the crowd, mixed."""
+    return (1.0 - mix) * (ev.cosine or 0.0) + mix * crowd(ev)
 
 
 def flag_rates(
@@ -185,30 +191,23 @@ def flag_rates(
     return cut, [float(np.mean([value(e) < cut for e in part])) for part in unanswerable]
 
 
-def choose_mix(
-    answerable: list[Evidence | None], no_match_dev: list[Evidence | None]
-) -> tuple[float, dict[float, float]]:
-    """The crowd's share that flags the most no-match dev requests at the 5 % budget (ties:
-    the smaller share), and every share's rate."""
-    rates = {
-        mix: flag_rates(partial(support, mix=mix), answerable, no_match_dev)[1][0]
-        for mix in MIX_GRID
-    }
-    return max(rates, key=lambda mix: (rates[mix], -mix)), rates
-
-
-def fit_request(
-    rows: list[tuple[Evidence, float]], mode: str, mix: float
-) -> tuple[tuple[float, ...], float]:
-    """The request model: a logistic of the mixed support (vector modes) or of BM25, on
-    training rows; its one slope is spread over cosine and crowd in the chosen ratio."""
-    y = np.array([label for _, label in rows], dtype=np.float64)
-    if mode == "bm25":
-        x = np.array([ev.values(REQUEST_FEATURES[mode]) for ev, _ in rows], dtype=np.float64)
-        return fit_logistic(x, y)
-    x = np.array([[support(ev, mix)] for ev, _ in rows], dtype=np.float64)
-    (slope,), intercept = fit_logistic(x, y)
-    return (slope * (1.0 - mix), slope * mix), intercept
+def crowd_sweep(
+    answerable: dict[str, Evidences],
+    no_match: tuple[Evidences, Evidences],
+    single_held: Evidences,
+) -> dict[str, dict[str, float]]:
+    """For each share of the crowd, by the 5 % rule on the pooled answerable dev requests: the
+    no-match requests flagged (dev, held out) and the single-intent ones (dev, held out)."""
+    pooled = [e for evs in answerable.values() for e in evs["vector"]]
+    out: dict[str, dict[str, float]] = {}
+    for mix in MIX_GRID:
+        _, rates = flag_rates(
+            partial(support, mix=mix), pooled, no_match[0]["vector"], no_match[1]["vector"],
+            answerable["single_intent"]["vector"], single_held["vector"],
+        )  # fmt: skip
+        out[str(mix)] = dict(zip(("no_match_dev", "no_match_held_out", "single_intent_dev",
+                                  "single_intent_held_out"), rates, strict=True))  # fmt: skip
+    return out
 
 
 def _prob(model: ModeModel, mode: str, ev: Evidence | None) -> float:
@@ -249,9 +248,10 @@ Evidences = dict[str, list[Evidence | None]]
 
 def collect_dev(
     sets: dict[str, Any], db_dir: Path, model: str, max_dev: int
-) -> tuple[dict[str, Evidences], Evidences, Evidences]:
-    """Step 2's evidence: per answerable dev set, and for the no-match requests' dev (odd
-    ids) and held-out (even ids) halves, over both catalogs."""
+) -> tuple[dict[str, Evidences], Evidences, Evidences, Evidences]:
+    """Step 2's evidence: per answerable dev set, for the no-match requests' dev (odd ids) and
+    held-out (even ids) halves over both catalogs, and for the held-out half of the
+    single-intent requests over the built-in catalog (answerable; reported only)."""
     answerable: dict[str, Evidences] = {}
     for name in ["livemcp_paraphrase", *TRAIN_SOURCES]:
         ds = sets[name]
@@ -263,10 +263,11 @@ def collect_dev(
         "builtin": ROOT / "src" / "toolscout" / "data" / "starter_catalog.json",
         "livemcpbench": SHARED / "livemcpbench" / "tools.jsonl",
     }
-    nm_rows, mi_rows = (
+    nm_rows, mi_rows, si_rows = (
         [json.loads(x) for x in (TESTS / name / "queries.jsonl").read_text().splitlines()]
-        for name in ("no_match", "multi_intent")
+        for name in ("no_match", "multi_intent", "single_intent")
     )
+    single_held: Evidences = {}
     unanswerable: Evidences = {m: [] for m in (*MODES, "top")}
     held_out: Evidences = {m: [] for m in (*MODES, "top")}
     for name, path in catalogs.items():
@@ -279,8 +280,13 @@ def collect_dev(
         answerable[f"multi_intent:{name}"] = dev_evidence(
             engine, [r["query"] for r in mi_rows if r["group"] == name]
         )
+        if name == "builtin":
+            single = {split: [r["query"] for r in si_rows if _odd_dev(r) == split]
+                      for split in ("dev", "test")}  # fmt: skip
+            answerable["single_intent"] = dev_evidence(engine, single["dev"])
+            single_held = dev_evidence(engine, single["test"])
         engine.close()
-    return answerable, unanswerable, held_out
+    return answerable, unanswerable, held_out, single_held
 
 
 def main() -> int:
@@ -313,25 +319,21 @@ def main() -> int:
         digest = packaged.model_sha256
     else:
         rows, request_rows, embedder, digest = collect_training(sets, db_dir, model, args)
-    answerable, unanswerable, held_out = collect_dev(sets, db_dir, model, args.max_dev)
-    pooled_vector = [e for evs in answerable.values() for e in evs["vector"]]
+    answerable, unanswerable, held_out, single_held = collect_dev(sets, db_dir, model, args.max_dev)
 
-    # 2. the crowd's share in the vector modes' request model (dev only), then the fits
-    mix, mix_rates = choose_mix(pooled_vector, unanswerable["vector"])
-    mix_report = {
-        str(m): {"dev": rate, "held_out": flag_rates(
-            partial(support, mix=m), pooled_vector, held_out["vector"])[1][0]}
-        for m, rate in mix_rates.items()
-    }  # fmt: skip
-    print("crowd share: dev (held out) no-match flagged: " + ", ".join(
-        f"{m} {100 * r['dev']:.1f} ({100 * r['held_out']:.1f})" for m, r in mix_report.items()
-    ) + f"; chosen {mix}", flush=True)  # fmt: skip
-
+    # 2. the fits on training rows; the crowd, measured beside them (not used)
+    sweep = crowd_sweep(answerable, (unanswerable, held_out), single_held)
+    shown = "; ".join(
+        f"{m} " + " / ".join(f"{100 * v:.1f}" for v in r.values()) for m, r in sweep.items()
+    )
+    print(f"crowd share: flagged no-match dev / held out, single-intent dev / held out: {shown}")
     for mode in MODES if not args.thresholds_only else ():
         x = np.array([f for f, _ in rows[mode]], dtype=np.float64)
         y = np.array([lab for _, lab in rows[mode]], dtype=np.float64)
         coef, intercept = fit_logistic(x, y)
-        rcoef, rintercept = fit_request(request_rows[mode], mode, mix)
+        rx = np.array([ev.values(REQUEST_FEATURES[mode]) for ev, _ in request_rows[mode]])
+        ry = np.array([label for _, label in request_rows[mode]], dtype=np.float64)
+        rcoef, rintercept = fit_logistic(rx, ry)
         models[mode] = ModeModel(coef, intercept, 0.0, rcoef, rintercept)
         answerable_rows = int(sum(lab for _, lab in request_rows[mode]))
         print(f"{mode}: {len(y)} hit rows, {int(y.sum())} positive; coef {coef} b {intercept:.3f}")
@@ -339,7 +341,7 @@ def main() -> int:
               f"coef {rcoef} b {rintercept:.3f}")  # fmt: skip
 
     # 3. thresholds on dev requests (4. write, 5. held-out figures: below)
-    report: dict[str, Any] = {"crowd_share": mix, "crowd_share_sweep": mix_report}
+    report: dict[str, Any] = {"crowd_sweep": sweep}
     for mode in MODES:
         fit = models[mode]
         # At most 5 % of all answerable dev requests flagged (pooled over the dev sets).
@@ -351,38 +353,40 @@ def main() -> int:
             for name, evs in answerable.items()
         }
         caught = float(np.mean([_prob(fit, mode, e) < cut for e in unanswerable[mode]]))
-        # Reported only: the held-out half chose nothing.
+        # Reported only: the held-out halves chose nothing.
         caught_test = float(np.mean([_prob(fit, mode, e) < cut for e in held_out[mode]]))
+        single_test = float(np.mean([_prob(fit, mode, e) < cut for e in single_held[mode]]))
         report[mode] = {
             "no_match_below": cut,
             "answerable_flagged": flagged,
             "answerable_flagged_pooled": float(np.mean([p < cut for p in pooled])),
             "no_match_flagged_dev": caught,
             "no_match_flagged_test": caught_test,
+            "single_intent_flagged_test": single_test,
         }
         print(
             f"{mode}: no_match_below {cut:.3f}; no-match dev flagged {100 * caught:.1f} %, "
-            f"held-out (even ids) {100 * caught_test:.1f} %; answerable dev flagged: "
+            f"held-out (even ids) {100 * caught_test:.1f} %; held-out single-intent (answerable) "
+            f"flagged {100 * single_test:.1f} %; answerable dev flagged: "
             + ", ".join(f"{k} {100 * v:.1f} %" for k, v in flagged.items()),
             flush=True,
         )
     # Same-run baselines, by the same rule (5 % of the pooled answerable dev requests flagged):
-    # the default search's first hit's cosine (the previous request model), the closest tool's
-    # cosine alone, and the hit-level probability alone (no request model).
+    # the default search's first hit's cosine, cosine and crowd weighed by the training rows
+    # (a two-feature logistic), and the hit-level probability alone (no request model).
     hit_only = Calibration({"hybrid": replace(models["hybrid"], request_coef=())}, "-")
     baselines: dict[str, tuple[str, Callable[[Evidence], float]]] = {
         "first_hit_cosine": ("top", lambda e: e.cosine or 0.0),
-        "closest_cosine": ("vector", lambda e: e.cosine or 0.0),
         "hit_probability": ("top", lambda e: hit_only.probability("hybrid", e)),
     }
     if not args.thresholds_only:
-        # Cosine and crowd weighed by the training rows alone (no share chosen on dev rows).
-        free = fit_logistic(
-            np.array([ev.values(REQUEST_FEATURES["vector"]) for ev, _ in request_rows["vector"]]),
+        (a, b), _ = fit_logistic(
+            np.array([[ev.cosine or 0.0, crowd(ev)] for ev, _ in request_rows["vector"]]),
             np.array([label for _, label in request_rows["vector"]]),
         )
-        free_model = ModeModel((), 0.0, 0.0, *free)
-        baselines["training_fit"] = ("vector", partial(_prob, free_model, "vector"))
+        baselines["cosine_and_crowd_on_training_rows"] = (
+            "vector", lambda e: a * (e.cosine or 0.0) + b * crowd(e)
+        )  # fmt: skip
     for name, (key, judge) in baselines.items():
         pooled_key = [e for evs in answerable.values() for e in evs[key]]
         cut, (dev, test) = flag_rates(judge, pooled_key, unanswerable[key], held_out[key])
@@ -396,8 +400,8 @@ def main() -> int:
         f"{sum(len(r) for r in rows.values())} hit rows and "
         f"{sum(len(r) for r in request_rows.values())} request rows from the data/natural "
         f"train splits ({', '.join(TRAIN_SOURCES)}; requests also searched over the other "
-        f"sources' catalogs as unanswerable); crowd share {mix} and thresholds chosen on dev "
-        "requests: at most 5 % of the pooled answerable dev requests flagged"
+        f"sources' catalogs as unanswerable); thresholds chosen on dev requests: at most 5 % "
+        "of the pooled answerable dev requests flagged"
     )
     if args.thresholds_only:
         provenance = load_calibration().provenance

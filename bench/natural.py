@@ -20,7 +20,8 @@ they were written for, and the multi-intent requests (tests/data/multi_intent): 
 the ``direct``, ``hierarchical`` and ``hybrid`` strategies, beside the same code with
 sentences embedded apart and no per-intent share of the first places (``:sentences_no_quota``).
 
-Sets: ``livemcp_paraphrase`` (tests/data, odd ids dev), ``metatool`` / ``gorilla_apibench`` /
+Sets: ``livemcp_paraphrase`` (tests/data, odd ids dev), ``single_intent`` (tests/data: short
+requests for one tool of the built-in catalog, odd ids dev), ``metatool`` / ``gorilla_apibench`` /
 ``bfcl`` / ``toolalpaca`` (data/natural, split by tool; toolalpaca is test only),
 ``toolbench_stable`` (G1 groups dev, G2/G3 test) and ``seal_tools`` (``dev`` split dev).
 Indexes are kept in ``--db-dir`` and reused; tool vectors come from the embedding cache.
@@ -88,6 +89,12 @@ def datasets(natural: Path) -> dict[str, Dataset]:
     out = {
         "livemcp_paraphrase": Dataset(
             "livemcp_paraphrase", livemcp, TESTS / "livemcp_paraphrase" / "queries.jsonl", _odd_dev
+        ),
+        "single_intent": Dataset(
+            "single_intent",
+            ROOT / "src" / "toolscout" / "data" / "starter_catalog.json",
+            TESTS / "single_intent" / "queries.jsonl",
+            _odd_dev,
         ),
         "toolbench_stable": Dataset(
             "toolbench_stable",

@@ -17,7 +17,7 @@ from toolscout.cli import _register, app
 from toolscout.engine import Engine
 from toolscout.models import SearchRequest
 
-NONSENSE = "zzzz qqqq"
+NONSENSE = "xyzzy plugh"
 ANSWERABLE = "send an email to a colleague"
 SEARCH = "/api/v1/search"
 

@@ -3,11 +3,9 @@
 The legs' raw evidence is comparable across requests, unlike a per-request rescaling (which gives
 "zzzz qqqq" a top score of 1.0). The score is a product of two logistic models:
 ``P(answerable)``, that some indexed tool serves the request, and ``P(fits | answerable)``, that
-this hit is the one, from the hit's own evidence. ``P(answerable)`` reads the vector leg's
-closest tool, whichever hit the fusion put first: its cosine and the ``crowd``, the median cosine
-of the vector leg's candidates (the best hit's BM25 for a ``bm25`` search). A request that no
-tool serves tends to lie away from the whole catalog, not only from its closest tool. The hit
-features:
+this hit is the one, from the hit's own evidence. ``P(answerable)`` reads the cosine of the
+vector leg's closest tool, whichever hit the fusion put first (the best hit's BM25 for a
+``bm25`` search), so ``hybrid`` and ``vector`` judge a request alike. The hit features:
 
 * ``cosine``: the hit's cosine similarity to the request (best over its intents);
 * ``standout``: that cosine minus the median cosine of the vector leg's candidates, i.e. how far
@@ -50,12 +48,12 @@ MODE_FEATURES: dict[str, tuple[str, ...]] = {
     "vector": ("cosine", "standout", "relative"),
     "bm25": ("lexical", "relative"),
 }
-#: The features of the request-level model (see the module docstring). The weights of cosine
-#: and crowd are mixed in a ratio chosen on dev requests and scaled by a fit on training requests
-#: (bench/calibrate.py; docs/BENCHMARKS.md §14 has the sweep).
+#: The features of the request-level model (see the module docstring). The closest tool's cosine
+#: alone: adding its standout, BM25 or the median cosine of the candidates flagged more of the
+#: short answerable dev requests over small catalogs (docs/BENCHMARKS.md §14).
 REQUEST_FEATURES: dict[str, tuple[str, ...]] = {
-    "hybrid": ("cosine", "crowd"),
-    "vector": ("cosine", "crowd"),
+    "hybrid": ("cosine",),
+    "vector": ("cosine",),
     "bm25": ("lexical",),
 }
 CALIBRATION_FILE = "calibration.json"
@@ -69,13 +67,6 @@ class Evidence:
     standout: float | None
     lexical: float | None
     relative: float
-
-    @property
-    def crowd(self) -> float | None:
-        """The median cosine of the vector leg's candidates (None: no vector leg)."""
-        if self.cosine is None or self.standout is None:
-            return None
-        return self.cosine - self.standout
 
     def values(self, names: Sequence[str]) -> list[float]:
         return [float(getattr(self, n) or 0.0) for n in names]

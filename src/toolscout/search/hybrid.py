@@ -18,8 +18,7 @@ fixes both:
 
 Scores are calibrated (``search/calibration.py``): a hit's score is the probability that the tool
 serves the request, comparable across requests; a request that no indexed tool is likely to
-serve (judged from the closest tool and from how close the catalog's tools are as a crowd) is a
-``no_match``.
+serve (judged from the vector leg's closest tool) is a ``no_match``.
 """
 
 from __future__ import annotations
@@ -291,7 +290,7 @@ class HybridSearcher:
                 )
             )
         # How likely it is that any tool serves the request: from the vector leg's closest tool
-        # and its crowd (whatever the fused order put first), or the best hit's BM25.
+        # (whatever the fused order put first), or the best hit's BM25.
         request = evidence[0] if evidence else None
         if request is not None and mode is not SearchMode.BM25 and vector:
             closest = vector[0].score
