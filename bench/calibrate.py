@@ -12,25 +12,23 @@ model.
    * "this hit is the one that serves the request": each training request is searched over its
      own catalog; its top 10 give rows (a hit is positive when it is gold), and the top 10
      without its gold tools give negative rows;
-   * "some indexed tool serves the request", from the request's evidence (the vector leg's
-     closest tool and the crowd, the median cosine of its candidates; BM25 for ``bm25``):
-     positive for each training request over its own catalog; negative for the same request
-     with its gold tools taken out (a near miss) and for requests of the *other* training
-     sources searched over this catalog (APIs of another domain; a rare accidental fit there is
-     label noise).
-2. Choose on **dev** requests only (the answerable ones pooled: the paraphrase set's odd ids,
-   the dev splits of data/natural, the multi-intent set; and the no-match dev half,
-   tests/data/no_match odd ids) the crowd's share in the request evidence, ``(1 - s) x cosine +
-   s x crowd``: the ``s`` of 0, 0.1, ... 1 that flags the most no-match dev requests when at
-   most 5 % of the answerable ones are flagged. Fit, per search mode, the two logistic models
-   on the training rows (the request model's one slope is spread over cosine and crowd in the
-   chosen ratio). A hit's score is the product of the two.
-3. Choose ``no_match_below`` (a bound on ``P(answerable)``) per mode on the dev requests: the
-   highest threshold that flags at most 5 % of the pooled answerable dev requests; report the
-   share of each dev set and of the no-match dev requests it flags.
+   * "some indexed tool serves the request", from the cosine of the vector leg's closest tool
+     (BM25 for ``bm25``): positive for each training request over its own catalog; negative for
+     the same request with its gold tools taken out (a near miss) and for requests of the
+     *other* training sources searched over this catalog (APIs of another domain; a rare
+     accidental fit there is label noise).
+2. Fit, per search mode, the two logistic models on those rows. A hit's score is their product.
+   Measured beside them and reported only: the crowd (the median cosine of the vector leg's
+   candidates) mixed with the closest cosine, ``(1 - s) x cosine + s x crowd`` for ``s`` in 0,
+   0.1, ... 1, by the rule of step 3 (docs/BENCHMARKS.md §14 says why it is not used).
+3. Choose ``no_match_below`` (a bound on ``P(answerable)``) per mode on **dev** requests only:
+   the highest threshold that flags at most 5 % of the answerable dev requests, pooled (the
+   odd ids of the paraphrase and single-intent sets, the dev splits of data/natural, the
+   multi-intent set); report the share of each dev set and of the no-match dev requests
+   (tests/data/no_match, odd ids) it flags.
 4. With ``--write``, store the result beside the code.
-5. Report what the choices flag on the held-out no-match requests (tests/data/no_match, even
-   ids); nothing here chooses anything on them or on a test split.
+5. Report what the choices flag on the held-out halves (even ids of tests/data/no_match and of
+   tests/data/single_intent); nothing here chooses anything on them or on a test split.
 """
 
 from __future__ import annotations
@@ -321,7 +319,7 @@ def main() -> int:
         rows, request_rows, embedder, digest = collect_training(sets, db_dir, model, args)
     answerable, unanswerable, held_out, single_held = collect_dev(sets, db_dir, model, args.max_dev)
 
-    # 2. the fits on training rows; the crowd, measured beside them (not used)
+    # 2. the crowd, measured (not used); the fits on training rows
     sweep = crowd_sweep(answerable, (unanswerable, held_out), single_held)
     shown = "; ".join(
         f"{m} " + " / ".join(f"{100 * v:.1f}" for v in r.values()) for m, r in sweep.items()
