@@ -49,8 +49,9 @@ MODE_FEATURES: dict[str, tuple[str, ...]] = {
     "bm25": ("lexical", "relative"),
 }
 #: The features of the request-level model (see the module docstring). The closest tool's cosine
-#: alone: adding its standout, BM25 or the median cosine of the candidates flagged more of the
-#: short answerable dev requests over small catalogs (docs/BENCHMARKS.md §14).
+#: alone: with its standout and BM25 added, fewer dev requests that no tool serves were flagged
+#: at the same budget; the median cosine of the candidates flagged many more short answerable
+#: requests over small catalogs (docs/BENCHMARKS.md §14).
 REQUEST_FEATURES: dict[str, tuple[str, ...]] = {
     "hybrid": ("cosine",),
     "vector": ("cosine",),
