@@ -1,0 +1,149 @@
+"""How far can request-level evidence go? An optimistic ceiling for ``no_match``.
+
+    python bench/abstention_ceiling.py
+
+For every dev request (the pooled answerable dev requests and the no-match dev half, exactly as
+bench/calibrate.py pools them) it records eight request-level signals: the vector leg's closest
+cosine, the crowd (median cosine of its candidates), the gap to the second closest, the mean of
+the ten closest, the best BM25 (in units of ln(N + 1)), the request's length in words (log),
+its number of intents, and whether both legs put the same tool first. Then, for the closest
+cosine alone and for the cosine with each other signal (and with all of them), it fits a
+logistic regression **on the dev rows themselves** (answerable against no-match, weighted to
+balance) and applies the 5 % rule of bench/calibrate.py. Fitting on the rows it is scored on
+makes every figure but the first an upper bound for that signal set, not a candidate model; the
+held-out halves (even ids of tests/data/no_match and tests/data/single_intent) are reported
+beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from calibrate import MAX_FLAGGED, TRAIN_SOURCES
+from natural import ROOT, SHARED, TESTS, _odd_dev, datasets, db_folder, load_requests, open_index
+from toolscout.embed.base import DEFAULT_MODEL
+from toolscout.engine import Engine
+from toolscout.models import SearchMode
+from toolscout.search.calibration import fit_logistic
+
+SIGNALS = ("cosine", "crowd", "gap", "mean10", "bm25", "log_words", "intents", "legs_agree")
+Rows = list[list[float]]
+
+
+def signals(engine: Engine, texts: list[str]) -> Rows:
+    out: Rows = []
+    for text in texts:
+        vectors = engine.searcher.embed_query(text)
+        near = engine.searcher.search_evidence(
+            text, mode=SearchMode.VECTOR, limit=10, query_vectors=vectors
+        )
+        lexical = engine.searcher.search_evidence(text, mode=SearchMode.BM25, limit=1)
+        cos = sorted((ev.cosine or 0.0 for _, ev in near), reverse=True) + [0.0] * 10
+        first = near[0][1]
+        agree = bool(lexical) and lexical[0][0].id == near[0][0].id
+        out.append([
+            cos[0], cos[0] - (first.standout or 0.0), cos[0] - cos[1], float(np.mean(cos[:10])),
+            lexical[0][1].lexical or 0.0 if lexical else 0.0,
+            math.log(max(1, len(text.split()))), float(len(vectors)), float(agree),
+        ])  # fmt: skip
+    return out
+
+
+@dataclass(frozen=True)
+class Linear:
+    """A fitted logistic's decision value over some of the signals (standardised)."""
+
+    cols: tuple[int, ...]
+    mu: NDArray[np.float64]
+    sd: NDArray[np.float64]
+    coef: NDArray[np.float64]
+    intercept: float
+
+    def __call__(self, rows: NDArray[np.float64]) -> NDArray[np.float64]:
+        values: NDArray[np.float64] = ((rows[:, self.cols] - self.mu) / self.sd) @ self.coef
+        return values + self.intercept
+
+
+def _rows(name: str) -> list[dict[str, object]]:
+    text = (TESTS / name / "queries.jsonl").read_text(encoding="utf-8")
+    return [json.loads(x) for x in text.splitlines() if x.strip()]
+
+
+def collect(db_dir: Path) -> tuple[dict[str, Rows], Rows, Rows, Rows]:
+    sets = datasets(ROOT / "data" / "natural")
+    answerable: dict[str, Rows] = {}
+    for name in ["livemcp_paraphrase", *TRAIN_SOURCES]:
+        ds = sets[name]
+        reqs = [r for r in load_requests(ds, 300) if r.split == "dev"]
+        engine, _ = open_index(db_dir / f"{name}.db", ds.tools, name, DEFAULT_MODEL)
+        answerable[name] = signals(engine, [r.text for r in reqs])
+        engine.close()
+    no_match, multi, single = _rows("no_match"), _rows("multi_intent"), _rows("single_intent")
+    dev: Rows = []
+    held: Rows = []
+    single_held: Rows = []
+    catalogs = {
+        "builtin": ROOT / "src" / "toolscout" / "data" / "starter_catalog.json",
+        "livemcpbench": SHARED / "livemcpbench" / "tools.jsonl",
+    }
+    for name, path in catalogs.items():
+        engine, _ = open_index(db_dir / f"no_match_{name}.db", path, name, DEFAULT_MODEL)
+        dev += signals(engine, [str(r["query"]) for r in no_match if _odd_dev(r) == "dev"])
+        held += signals(engine, [str(r["query"]) for r in no_match if _odd_dev(r) == "test"])
+        answerable[f"multi_intent:{name}"] = signals(
+            engine, [str(r["query"]) for r in multi if r["group"] == name]
+        )
+        if name == "builtin":
+            answerable["single_intent"] = signals(
+                engine, [str(r["query"]) for r in single if _odd_dev(r) == "dev"]
+            )
+            single_held = signals(
+                engine, [str(r["query"]) for r in single if _odd_dev(r) == "test"]
+            )
+        engine.close()
+    return answerable, dev, held, single_held
+
+
+def main() -> int:
+    db_dir = db_folder(ROOT / "bench" / "out" / "natural" / "db", DEFAULT_MODEL)
+    answerable, dev_rows, held_rows, single_rows = collect(db_dir)
+    pooled = np.array([r for rows in answerable.values() for r in rows])
+    dev, held, single = np.array(dev_rows), np.array(held_rows), np.array(single_rows)
+    choices = [(0,)] + [(0, i) for i in range(1, len(SIGNALS))] + [tuple(range(len(SIGNALS)))]
+    report = {}
+    for cols in choices:
+        x = np.vstack([pooled[:, cols], dev[:, cols]])
+        y = np.r_[np.ones(len(pooled)), np.zeros(len(dev))]
+        mu, sd = x.mean(axis=0), x.std(axis=0) + 1e-9
+        coef, intercept = fit_logistic(
+            (x - mu) / sd, y, weights=np.where(y == 1, 1.0, len(pooled) / len(dev))
+        )
+
+        model = Linear(cols, mu, sd, np.array(coef), intercept)
+
+        cut = np.quantile(model(pooled), MAX_FLAGGED)
+        name = " + ".join(SIGNALS[i] for i in cols)
+        row = {
+            "no_match_dev": float(np.mean(model(dev) < cut)),
+            "no_match_held_out": float(np.mean(model(held) < cut)),
+            "single_intent_held_out": float(np.mean(model(single) < cut)),
+        }
+        report[name] = row
+        print(f"{name:70s} " + "  ".join(f"{k} {100 * v:5.1f}" for k, v in row.items()))
+    out = ROOT / "bench" / "out" / "natural"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "abstention_ceiling.json").write_text(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
