@@ -18,9 +18,7 @@ model.
      *other* training sources searched over this catalog (APIs of another domain; a rare
      accidental fit there is label noise).
 2. Fit, per search mode, the two logistic models on those rows. A hit's score is their product.
-   Measured beside them and reported only: the crowd (the median cosine of the vector leg's
-   candidates) mixed with the closest cosine, ``(1 - s) x cosine + s x crowd`` for ``s`` in 0,
-   0.1, ... 1, by the rule of step 3 (docs/BENCHMARKS.md §14 says why it is not used).
+   (Other request-level signals, measured and not used: bench/abstention_ceiling.py.)
 3. Choose ``no_match_below`` (a bound on ``P(answerable)``) per mode on **dev** requests only:
    the highest threshold that flags at most 5 % of the answerable dev requests, pooled (the
    odd ids of the paraphrase and single-intent sets, the dev splits of data/natural, the
@@ -40,7 +38,6 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -92,9 +89,6 @@ def _sample(items: list[Any], limit: int) -> list[Any]:
 
 Rows = dict[str, list[tuple[list[float], float]]]
 RequestRows = dict[str, list[tuple[Evidence, float]]]
-#: Shares of the crowd (the median cosine of the vector leg's candidates) beside the closest
-#: tool's cosine, measured and reported (not used by the packaged model).
-MIX_GRID = tuple(round(0.1 * i, 1) for i in range(11))
 
 
 def request_evidence(
@@ -102,7 +96,7 @@ def request_evidence(
 ) -> Evidence | None:
     """What the request model reads, as search/hybrid.py computes it, with the tools in
     ``exclude`` taken out as if they were not indexed: the vector leg's closest remaining tool
-    with the crowd (``bm25``: the best remaining hit)."""
+    (``bm25``: the best remaining hit)."""
     leg = SearchMode.BM25 if mode == "bm25" else SearchMode.VECTOR
     found = engine.searcher.search_evidence(text, mode=leg, limit=10 + len(exclude))
     rest = [ev for ranked, ev in found if ranked.id not in exclude]
@@ -169,11 +163,6 @@ def crowd(ev: Evidence) -> float:
     return (ev.cosine or 0.0) - (ev.standout or 0.0)
 
 
-def support(ev: Evidence, mix: float) -> float:
-    """The closest tool's cosine and the crowd, mixed."""
-    return (1.0 - mix) * (ev.cosine or 0.0) + mix * crowd(ev)
-
-
 def flag_rates(
     judge: Callable[[Evidence], float],
     answerable: list[Evidence | None],
@@ -187,25 +176,6 @@ def flag_rates(
 
     cut = float(np.quantile([value(e) for e in answerable], MAX_FLAGGED))
     return cut, [float(np.mean([value(e) < cut for e in part])) for part in unanswerable]
-
-
-def crowd_sweep(
-    answerable: dict[str, Evidences],
-    no_match: tuple[Evidences, Evidences],
-    single_held: Evidences,
-) -> dict[str, dict[str, float]]:
-    """For each share of the crowd, by the 5 % rule on the pooled answerable dev requests: the
-    no-match requests flagged (dev, held out) and the single-intent ones (dev, held out)."""
-    pooled = [e for evs in answerable.values() for e in evs["vector"]]
-    out: dict[str, dict[str, float]] = {}
-    for mix in MIX_GRID:
-        _, rates = flag_rates(
-            partial(support, mix=mix), pooled, no_match[0]["vector"], no_match[1]["vector"],
-            answerable["single_intent"]["vector"], single_held["vector"],
-        )  # fmt: skip
-        out[str(mix)] = dict(zip(("no_match_dev", "no_match_held_out", "single_intent_dev",
-                                  "single_intent_held_out"), rates, strict=True))  # fmt: skip
-    return out
 
 
 def _prob(model: ModeModel, mode: str, ev: Evidence | None) -> float:
@@ -319,12 +289,7 @@ def main() -> int:
         rows, request_rows, embedder, digest = collect_training(sets, db_dir, model, args)
     answerable, unanswerable, held_out, single_held = collect_dev(sets, db_dir, model, args.max_dev)
 
-    # 2. the crowd, measured (not used); the fits on training rows
-    sweep = crowd_sweep(answerable, (unanswerable, held_out), single_held)
-    shown = "; ".join(
-        f"{m} " + " / ".join(f"{100 * v:.1f}" for v in r.values()) for m, r in sweep.items()
-    )
-    print(f"crowd share: flagged no-match dev / held out, single-intent dev / held out: {shown}")
+    # 2. the fits on training rows
     for mode in MODES if not args.thresholds_only else ():
         x = np.array([f for f, _ in rows[mode]], dtype=np.float64)
         y = np.array([lab for _, lab in rows[mode]], dtype=np.float64)
@@ -339,7 +304,7 @@ def main() -> int:
               f"coef {rcoef} b {rintercept:.3f}")  # fmt: skip
 
     # 3. thresholds on dev requests (4. write, 5. held-out figures: below)
-    report: dict[str, Any] = {"crowd_sweep": sweep}
+    report: dict[str, Any] = {}
     for mode in MODES:
         fit = models[mode]
         # At most 5 % of all answerable dev requests flagged (pooled over the dev sets).
