@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,8 +30,8 @@ from numpy.typing import NDArray
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from calibrate import MAX_FLAGGED, TRAIN_SOURCES
-from natural import ROOT, SHARED, TESTS, _odd_dev, datasets, db_folder, load_requests, open_index
+from calibrate import MAX_FLAGGED, collect_dev
+from natural import ROOT, datasets, db_folder
 from toolscout.embed.base import DEFAULT_MODEL
 from toolscout.engine import Engine
 from toolscout.models import SearchMode
@@ -74,46 +75,6 @@ class Linear:
         return values + self.intercept
 
 
-def _rows(name: str) -> list[dict[str, object]]:
-    text = (TESTS / name / "queries.jsonl").read_text(encoding="utf-8")
-    return [json.loads(x) for x in text.splitlines() if x.strip()]
-
-
-def collect(db_dir: Path) -> tuple[dict[str, Rows], Rows, Rows, Rows]:
-    sets = datasets(ROOT / "data" / "natural")
-    answerable: dict[str, Rows] = {}
-    for name in ["livemcp_paraphrase", *TRAIN_SOURCES]:
-        ds = sets[name]
-        reqs = [r for r in load_requests(ds, 300) if r.split == "dev"]
-        engine, _ = open_index(db_dir / f"{name}.db", ds.tools, name, DEFAULT_MODEL)
-        answerable[name] = signals(engine, [r.text for r in reqs])
-        engine.close()
-    no_match, multi, single = _rows("no_match"), _rows("multi_intent"), _rows("single_intent")
-    dev: Rows = []
-    held: Rows = []
-    single_held: Rows = []
-    catalogs = {
-        "builtin": ROOT / "src" / "toolscout" / "data" / "starter_catalog.json",
-        "livemcpbench": SHARED / "livemcpbench" / "tools.jsonl",
-    }
-    for name, path in catalogs.items():
-        engine, _ = open_index(db_dir / f"no_match_{name}.db", path, name, DEFAULT_MODEL)
-        dev += signals(engine, [str(r["query"]) for r in no_match if _odd_dev(r) == "dev"])
-        held += signals(engine, [str(r["query"]) for r in no_match if _odd_dev(r) == "test"])
-        answerable[f"multi_intent:{name}"] = signals(
-            engine, [str(r["query"]) for r in multi if r["group"] == name]
-        )
-        if name == "builtin":
-            answerable["single_intent"] = signals(
-                engine, [str(r["query"]) for r in single if _odd_dev(r) == "dev"]
-            )
-            single_held = signals(
-                engine, [str(r["query"]) for r in single if _odd_dev(r) == "test"]
-            )
-        engine.close()
-    return answerable, dev, held, single_held
-
-
 def crowd_sweep(pooled: NDArray[np.float64], *parts: NDArray[np.float64]) -> dict[str, list[float]]:
     """Not fitted: ``(1 - s) x closest cosine + s x crowd`` for s = 0, 0.1, ... 1, by the 5 %
     rule; the share of each part (no-match dev, no-match held out, single-intent dev,
@@ -134,7 +95,10 @@ def crowd_sweep(pooled: NDArray[np.float64], *parts: NDArray[np.float64]) -> dic
 
 def main() -> int:
     db_dir = db_folder(ROOT / "bench" / "out" / "natural" / "db", DEFAULT_MODEL)
-    answerable, dev_rows, held_rows, single_rows = collect(db_dir)
+    sets = datasets(ROOT / "data" / "natural")
+    answerable, dev_rows, held_rows, single_rows = collect_dev(
+        sets, db_dir, DEFAULT_MODEL, 300, signals, operator.add
+    )
     pooled = np.array([r for rows in answerable.values() for r in rows])
     dev, held, single = np.array(dev_rows), np.array(held_rows), np.array(single_rows)
     choices = [(0,)] + [(0, i) for i in range(1, len(SIGNALS))] + [tuple(range(len(SIGNALS)))]

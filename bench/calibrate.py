@@ -38,8 +38,9 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from functools import reduce
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -92,20 +93,20 @@ RequestRows = dict[str, list[tuple[Evidence, float]]]
 
 
 def request_evidence(
-    engine: Engine, text: str, mode: str, exclude: frozenset[str] = frozenset()
-) -> Evidence | None:
-    """What the request model reads, as search/hybrid.py computes it, with the tools in
+    engine: Engine, text: str, exclude: frozenset[str] = frozenset()
+) -> dict[str, Evidence | None]:
+    """What each mode's request model reads, as search/hybrid.py computes it, with the tools in
     ``exclude`` taken out as if they were not indexed: the vector leg's closest remaining tool
-    (``bm25``: the best remaining hit)."""
-    leg = SearchMode.BM25 if mode == "bm25" else SearchMode.VECTOR
-    found = engine.searcher.search_evidence(text, mode=leg, limit=10 + len(exclude))
-    rest = [ev for ranked, ev in found if ranked.id not in exclude]
-    if not rest:
-        return None
-    if mode == "bm25":
-        return rest[0]
-    closest = max(rest, key=lambda ev: ev.cosine or 0.0)
-    return Evidence(closest.cosine, closest.standout, None, 1.0)
+    (``hybrid`` and ``vector`` alike) and the best remaining BM25 hit (``bm25``). None: no hit."""
+
+    def remaining(leg: SearchMode) -> list[Evidence]:
+        found = engine.searcher.search_evidence(text, mode=leg, limit=10 + len(exclude))
+        return [ev for ranked, ev in found if ranked.id not in exclude]
+
+    lexical, vector = remaining(SearchMode.BM25), remaining(SearchMode.VECTOR)
+    closest = max(vector, key=lambda ev: ev.cosine or 0.0) if vector else None
+    near = Evidence(closest.cosine, closest.standout, None, 1.0) if closest else None
+    return {"hybrid": near, "vector": near, "bm25": lexical[0] if lexical else None}
 
 
 def training_rows(
@@ -118,6 +119,10 @@ def training_rows(
     rows: dict[str, list[tuple[list[float], float]]] = {m: [] for m in MODES}
     for text, gold in requests:
         gold_set = set(gold)
+        for label, exclude in ((1.0, frozenset[str]()), (0.0, frozenset(gold_set))):
+            for mode, request in request_evidence(engine, text, exclude).items():
+                if request is not None:
+                    request_rows[mode].append((request, label))
         for mode in MODES:
             names = MODE_FEATURES[mode]
             found = engine.searcher.search_evidence(
@@ -126,10 +131,6 @@ def training_rows(
             for ranked, ev in found[:10]:
                 rows[mode].append((ev.values(names), float(ranked.id in gold_set)))
             rest = [ev for ranked, ev in found if ranked.id not in gold_set][:10]
-            for label, exclude in ((1.0, frozenset[str]()), (0.0, frozenset(gold_set))):
-                request = request_evidence(engine, text, mode, exclude)
-                if request is not None:
-                    request_rows[mode].append((request, label))
             top = max((ev.relative for ev in rest), default=0.0)
             for ev in rest:
                 rebased = replace(ev, relative=ev.relative / top if top > 0 else 0.0)
@@ -140,8 +141,7 @@ def training_rows(
 def foreign_rows(engine: Engine, texts: list[str], request_rows: RequestRows) -> None:
     """Negative request rows: requests written for another catalog."""
     for text in texts:
-        for mode in MODES:
-            request = request_evidence(engine, text, mode)
+        for mode, request in request_evidence(engine, text).items():
             if request is not None:
                 request_rows[mode].append((request, 0.0))
 
@@ -151,8 +151,8 @@ def dev_evidence(engine: Engine, texts: list[str]) -> dict[str, list[Evidence | 
     default search's first hit, for the baselines (None: nothing found)."""
     out: dict[str, list[Evidence | None]] = {m: [] for m in (*MODES, "top")}
     for text in texts:
-        for mode in MODES:
-            out[mode].append(request_evidence(engine, text, mode))
+        for mode, request in request_evidence(engine, text).items():
+            out[mode].append(request)
         found = engine.searcher.search_evidence(text, mode=SearchMode.HYBRID, limit=1)
         out["top"].append(found[0][1] if found else None)
     return out
@@ -212,20 +212,27 @@ def collect_training(
 
 
 Evidences = dict[str, list[Evidence | None]]
+T = TypeVar("T")
 
 
 def collect_dev(
-    sets: dict[str, Any], db_dir: Path, model: str, max_dev: int
-) -> tuple[dict[str, Evidences], Evidences, Evidences, Evidences]:
-    """Step 2's evidence: per answerable dev set, for the no-match requests' dev (odd ids) and
-    held-out (even ids) halves over both catalogs, and for the held-out half of the
-    single-intent requests over the built-in catalog (answerable; reported only)."""
-    answerable: dict[str, Evidences] = {}
+    sets: dict[str, Any],
+    db_dir: Path,
+    model: str,
+    max_dev: int,
+    measure: Callable[[Engine, list[str]], T],
+    merge: Callable[[T, T], T],
+) -> tuple[dict[str, T], T, T, T]:
+    """Step 3's requests, each list of them measured over its catalog by ``measure``: per
+    answerable dev set, the no-match requests' dev (odd ids) and held-out (even ids) halves
+    over both catalogs (joined by ``merge``), and the held-out half of the single-intent
+    requests over the built-in catalog (answerable; reported only)."""
+    answerable: dict[str, T] = {}
     for name in ["livemcp_paraphrase", *TRAIN_SOURCES]:
         ds = sets[name]
         reqs = [r for r in load_requests(ds, max_dev) if r.split == "dev"]
         engine, _ = open_index(db_dir / f"{name}.db", ds.tools, name, model)
-        answerable[name] = dev_evidence(engine, [r.text for r in reqs])
+        answerable[name] = measure(engine, [r.text for r in reqs])
         engine.close()
     catalogs = {
         "builtin": ROOT / "src" / "toolscout" / "data" / "starter_catalog.json",
@@ -235,26 +242,26 @@ def collect_dev(
         [json.loads(x) for x in (TESTS / name / "queries.jsonl").read_text().splitlines()]
         for name in ("no_match", "multi_intent", "single_intent")
     )
-    single_held: Evidences = {}
-    unanswerable: Evidences = {m: [] for m in (*MODES, "top")}
-    held_out: Evidences = {m: [] for m in (*MODES, "top")}
+    dev: list[T] = []
+    held_out: list[T] = []
     for name, path in catalogs.items():
         engine, _ = open_index(db_dir / f"no_match_{name}.db", path, name, model)
-        part = dev_evidence(engine, [r["query"] for r in nm_rows if _odd_dev(r) == "dev"])
-        test = dev_evidence(engine, [r["query"] for r in nm_rows if _odd_dev(r) == "test"])
-        for key in unanswerable:
-            unanswerable[key].extend(part[key])
-            held_out[key].extend(test[key])
-        answerable[f"multi_intent:{name}"] = dev_evidence(
+        dev.append(measure(engine, [r["query"] for r in nm_rows if _odd_dev(r) == "dev"]))
+        held_out.append(measure(engine, [r["query"] for r in nm_rows if _odd_dev(r) == "test"]))
+        answerable[f"multi_intent:{name}"] = measure(
             engine, [r["query"] for r in mi_rows if r["group"] == name]
         )
         if name == "builtin":
             single = {split: [r["query"] for r in si_rows if _odd_dev(r) == split]
                       for split in ("dev", "test")}  # fmt: skip
-            answerable["single_intent"] = dev_evidence(engine, single["dev"])
-            single_held = dev_evidence(engine, single["test"])
+            answerable["single_intent"] = measure(engine, single["dev"])
+            single_held = measure(engine, single["test"])
         engine.close()
-    return answerable, unanswerable, held_out, single_held
+    return answerable, reduce(merge, dev), reduce(merge, held_out), single_held
+
+
+def _joined(a: Evidences, b: Evidences) -> Evidences:
+    return {key: a[key] + b[key] for key in a}
 
 
 def main() -> int:
@@ -287,7 +294,9 @@ def main() -> int:
         digest = packaged.model_sha256
     else:
         rows, request_rows, embedder, digest = collect_training(sets, db_dir, model, args)
-    answerable, unanswerable, held_out, single_held = collect_dev(sets, db_dir, model, args.max_dev)
+    answerable, unanswerable, held_out, single_held = collect_dev(
+        sets, db_dir, model, args.max_dev, dev_evidence, _joined
+    )
 
     # 2. the fits on training rows
     for mode in MODES if not args.thresholds_only else ():
