@@ -17,6 +17,10 @@ Data (data/natural, ``split == "train"`` rows only; see data/natural/README.md):
   ``--distill`` times the cross-entropy between the teacher's softmax over the batch's documents
   and the student's (both at scale 20), so the student learns how the teacher ranks the
   non-gold tools too (distillation through similarities, so the dimensions may differ).
+* optionally (``--absolute W``) a loss that makes the raw cosine answer "does any tool fit?"
+  across requests: gold above one learnt cut-off, the batch's closest wrong tool below it
+  (tried for abstention and not adopted; docs/MODEL.md says why). ``--teacher-cache FILE``
+  keeps the teacher's vectors between runs.
 
 The document side is exactly what toolscout embeds for a tool (``search.document.embed_text``
 over the tool as ``ingest.jsonfile`` reads it). Loss: multiple-negatives ranking (softmax over
@@ -311,7 +315,12 @@ def train(args: argparse.Namespace) -> None:
     total = sum(len(p) for p in plan)
     if args.max_steps:
         total = min(total, args.max_steps)
-    opt = torch.optim.AdamW(enc.model.parameters(), lr=args.lr, weight_decay=0.01)
+    # The absolute term's cut-off: one learnt cosine for all requests (see ``absolute_loss``).
+    cutoff = torch.nn.Parameter(torch.tensor(float("nan")))
+    groups: list[dict[str, Any]] = [{"params": list(enc.model.parameters())}]
+    if args.absolute:
+        groups.append({"params": [cutoff], "lr": 1e-3, "weight_decay": 0.0})
+    opt = torch.optim.AdamW(groups, lr=args.lr, weight_decay=0.01)
     warm = max(1, int(0.1 * total))
     if args.max_minutes:  # a time budget: constant rate after warm-up, stop anywhere
         warm = min(warm, 10)
@@ -341,6 +350,12 @@ def train(args: argparse.Namespace) -> None:
                 soft = torch.softmax(SCALE * t_q @ t_d.T, dim=1)
                 kd = -(soft * torch.log_softmax(logits, dim=1)).sum(1).mean()
                 loss = (1 - args.distill) * loss + args.distill * kd
+            if args.absolute:
+                same = copies_mask(batch, doc_ids)
+                if torch.isnan(cutoff):  # start between the first batch's positives and negatives
+                    with torch.no_grad():
+                        cutoff.fill_(float(_midpoint(q @ d.T, same)))
+                loss = loss + args.absolute * absolute_loss(q @ d.T, same, cutoff)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(enc.model.parameters(), 1.0)
             opt.step()
@@ -353,7 +368,8 @@ def train(args: argparse.Namespace) -> None:
             if step % 10 == 0:
                 print(
                     f"epoch {epoch} step {step}/{total} loss {loss.item():.3f} "
-                    f"({time.monotonic() - started:.0f} s)",
+                    + (f"cut-off {cutoff.item():.3f} " if args.absolute else "")
+                    + f"({time.monotonic() - started:.0f} s)",
                     flush=True,
                 )
             if args.eval_every and step % args.eval_every == 0 and step < total:
@@ -386,8 +402,42 @@ def train(args: argparse.Namespace) -> None:
     torch_dir = args.out / "torch"
     enc.model.save_pretrained(str(torch_dir))
     shutil.copy(tok_path, torch_dir / "tokenizer.json")
-    (args.out / "train_log.json").write_text(json.dumps(log, indent=1))
+    (args.out / "train_log.json").write_text(json.dumps(log, indent=1, default=str))
     print(f"trained in {log['train_seconds']} s; best dev mean hit@3 {best:.1f}", flush=True)
+
+
+def copies_mask(batch: list[Pair], doc_ids: list[str]) -> Any:
+    """``[i, j]`` is true when document ``j`` is request ``i``'s gold tool or a numbered copy of
+    it (BFCL's ``Name#5`` rewordings of one function), which must not count as a wrong tool."""
+    import torch
+
+    def base(tool_id: str) -> str:
+        return tool_id.split("#")[0]
+
+    return torch.tensor([[base(t) == base(p.tool) for t in doc_ids] for p in batch])
+
+
+def _midpoint(cos: Any, same: Any) -> float:
+    pos = cos.diagonal()
+    neg = cos.masked_fill(same, -1.0).max(dim=1).values
+    return float(((pos + neg) / 2).mean())
+
+
+def absolute_loss(cos: Any, same: Any, cutoff: Any) -> Any:
+    """Make the raw cosine answer "does any tool fit?" on its own, across requests.
+
+    The ranking loss only orders a request's candidates; abstention compares the closest
+    tool's cosine with one cut-off for every request. So, for each request, its gold tool should
+    lie above a shared cut-off and the closest *wrong* tool of the batch (what the request would
+    find if its tool were not indexed) below it: a logistic loss on ``SCALE * (cos - cutoff)``,
+    the cut-off learnt with the weights.
+    """
+    import torch
+
+    softplus = torch.nn.functional.softplus
+    pos = cos.diagonal()
+    neg = cos.masked_fill(same, -1.0).max(dim=1).values
+    return (softplus(SCALE * (cutoff - pos)) + softplus(SCALE * (neg - cutoff))).mean() / 2
 
 
 def teacher_vectors(
@@ -397,14 +447,24 @@ def teacher_vectors(
     (keyed by ``"\\0" + tool id``), computed once before training."""
     from toolscout.embed.base import open_embedder
 
-    teacher = open_embedder(args.teacher, threads=args.threads)
     queries = sorted({p.query for p in pairs})
     tools = sorted(texts)
+    cache = args.teacher_cache
+    if cache is not None and cache.exists():
+        saved = np.load(cache)
+        keys = [str(k) for k in saved["keys"]]
+        if keys == queries + ["\0" + t for t in tools]:
+            print(f"teacher vectors from {cache}", flush=True)
+            return dict(zip(keys, saved["vectors"], strict=True))
+    teacher = open_embedder(args.teacher, threads=args.threads)
     out = dict(
         zip(queries, np.asarray(teacher.embed_query(queries), dtype=np.float32), strict=True)
     )
     docs = np.asarray(teacher.embed([texts[t] for t in tools]), dtype=np.float32)
     out.update({"\0" + t: v for t, v in zip(tools, docs, strict=True)})
+    if cache is not None:
+        keys = queries + ["\0" + t for t in tools]
+        np.savez(cache, keys=np.array(keys), vectors=np.stack([out[k] for k in keys]))
     return out
 
 
@@ -450,6 +510,15 @@ def main() -> int:
     parser.add_argument("--eval-every", type=int, default=0)
     parser.add_argument("--teacher", metavar="SPEC", help="distil from this embedder (onnx:PATH)")
     parser.add_argument("--distill", type=float, default=0.5, help="weight of the teacher's loss")
+    parser.add_argument(
+        "--teacher-cache", type=Path, help="keep the teacher's vectors in this .npz between runs"
+    )
+    parser.add_argument(
+        "--absolute",
+        type=float,
+        default=0.0,
+        help="weight of the loss that puts gold tools above, and wrong ones below, one cut-off",
+    )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--export-only", action="store_true")
     args = parser.parse_args()
