@@ -47,7 +47,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from natural import (
-    DEFAULT_MODEL,
     ROOT,
     SHARED,
     TESTS,
@@ -57,6 +56,7 @@ from natural import (
     load_requests,
     open_index,
 )
+from toolscout.embed.base import DEFAULT_MODEL
 from toolscout.engine import Engine
 from toolscout.models import SearchMode
 from toolscout.search.calibration import (
