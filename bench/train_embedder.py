@@ -417,9 +417,13 @@ def copies_mask(batch: list[Pair], doc_ids: list[str]) -> Any:
     return torch.tensor([[base(t) == base(p.tool) for t in doc_ids] for p in batch])
 
 
+def gold_and_closest_wrong(cos: Any, same: Any) -> tuple[Any, Any]:
+    """Each request's cosine to its gold tool, and to the batch's closest wrong tool."""
+    return cos.diagonal(), cos.masked_fill(same, -1.0).max(dim=1).values
+
+
 def _midpoint(cos: Any, same: Any) -> float:
-    pos = cos.diagonal()
-    neg = cos.masked_fill(same, -1.0).max(dim=1).values
+    pos, neg = gold_and_closest_wrong(cos, same)
     return float(((pos + neg) / 2).mean())
 
 
@@ -435,8 +439,7 @@ def absolute_loss(cos: Any, same: Any, cutoff: Any) -> Any:
     import torch
 
     softplus = torch.nn.functional.softplus
-    pos = cos.diagonal()
-    neg = cos.masked_fill(same, -1.0).max(dim=1).values
+    pos, neg = gold_and_closest_wrong(cos, same)
     return (softplus(SCALE * (cutoff - pos)) + softplus(SCALE * (neg - cutoff))).mean() / 2
 
 
@@ -453,7 +456,8 @@ def teacher_vectors(
     if cache is not None and cache.exists():
         saved = np.load(cache)
         keys = [str(k) for k in saved["keys"]]
-        if keys == queries + ["\0" + t for t in tools]:
+        same_teacher = "teacher" in saved.files and str(saved["teacher"]) == args.teacher
+        if same_teacher and keys == queries + ["\0" + t for t in tools]:
             print(f"teacher vectors from {cache}", flush=True)
             return dict(zip(keys, saved["vectors"], strict=True))
     teacher = open_embedder(args.teacher, threads=args.threads)
@@ -464,7 +468,12 @@ def teacher_vectors(
     out.update({"\0" + t: v for t, v in zip(tools, docs, strict=True)})
     if cache is not None:
         keys = queries + ["\0" + t for t in tools]
-        np.savez(cache, keys=np.array(keys), vectors=np.stack([out[k] for k in keys]))
+        np.savez(
+            cache,
+            teacher=np.array(args.teacher),
+            keys=np.array(keys),
+            vectors=np.stack([out[k] for k in keys]),
+        )
     return out
 
 
