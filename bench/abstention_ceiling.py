@@ -1,6 +1,6 @@
 """How far can request-level evidence go? An optimistic ceiling for ``no_match``.
 
-    python bench/abstention_ceiling.py
+    python bench/abstention_ceiling.py [--embed-model onnx:FOLDER]
 
 For every dev request (the pooled answerable dev requests and the no-match dev half, exactly as
 bench/calibrate.py pools them) it records eight request-level signals: the vector leg's closest
@@ -14,10 +14,14 @@ makes every figure but the first an upper bound for that signal set, not a candi
 held-out halves (even ids of tests/data/no_match and tests/data/single_intent) are reported
 beside it. Last, without fitting: the closest cosine mixed with the crowd in shares 0 to 1, by
 the same rule, and what each share flags of the no-match and the single-intent requests.
+
+First it prints where the closest cosine lies for each set (10th percentile, median, 90th
+percentile, share below the 5 % cut): where the answerable and the no-match requests overlap.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import operator
@@ -93,14 +97,39 @@ def crowd_sweep(pooled: NDArray[np.float64], *parts: NDArray[np.float64]) -> dic
     return out
 
 
+def cosine_spread(parts: dict[str, Rows], cut: float) -> dict[str, list[float]]:
+    """Per set: the closest cosine's 10th percentile, median and 90th percentile, and the share
+    below ``cut``."""
+    out: dict[str, list[float]] = {}
+    for name, rows in parts.items():
+        cos = np.array([r[0] for r in rows])
+        out[name] = [
+            *(float(np.quantile(cos, q)) for q in (0.1, 0.5, 0.9)),
+            float(np.mean(cos < cut)),
+        ]
+        print(f"{name:28s} n {len(cos):4d}  closest cosine p10 / median / p90 "
+              + " / ".join(f"{v:.3f}" for v in out[name][:3])
+              + f"  below the cut {100 * out[name][3]:5.1f} %")  # fmt: skip
+    return out
+
+
 def main() -> int:
-    db_dir = db_folder(ROOT / "bench" / "out" / "natural" / "db", DEFAULT_MODEL)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--embed-model", default=DEFAULT_MODEL, help="the model to measure")
+    model = parser.parse_args().embed_model
+    db_dir = db_folder(ROOT / "bench" / "out" / "natural" / "db", model)
     sets = datasets(ROOT / "data" / "natural")
     answerable, dev_rows, held_rows, single_rows = collect_dev(
-        sets, db_dir, DEFAULT_MODEL, 300, signals, operator.add
+        sets, db_dir, model, 300, signals, operator.add
     )
     pooled = np.array([r for rows in answerable.values() for r in rows])
     dev, held, single = np.array(dev_rows), np.array(held_rows), np.array(single_rows)
+    cosine_cut = float(np.quantile(pooled[:, 0], MAX_FLAGGED))
+    print(f"{model}: closest-cosine cut {cosine_cut:.3f} (5 % of the pooled answerable dev)")
+    spread = cosine_spread(
+        {**answerable, "no-match dev": dev_rows, "no-match held out": held_rows,
+         "single-intent held out": single_rows}, cosine_cut
+    )  # fmt: skip
     choices = [(0,)] + [(0, i) for i in range(1, len(SIGNALS))] + [tuple(range(len(SIGNALS)))]
     report = {}
     for cols in choices:
@@ -126,7 +155,15 @@ def main() -> int:
     out = ROOT / "bench" / "out" / "natural"
     out.mkdir(parents=True, exist_ok=True)
     (out / "abstention_ceiling.json").write_text(
-        json.dumps({"fitted_on_dev": report, "crowd_sweep": sweep}, indent=1)
+        json.dumps(
+            {
+                "model": model,
+                "cosine_spread": spread,
+                "fitted_on_dev": report,
+                "crowd_sweep": sweep,
+            },
+            indent=1,
+        )
     )
     return 0
 
