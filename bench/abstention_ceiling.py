@@ -16,7 +16,8 @@ beside it. Last, without fitting: the closest cosine mixed with the crowd in sha
 the same rule, and what each share flags of the no-match and the single-intent requests.
 
 First it prints where the closest cosine lies for each set (10th percentile, median, 90th
-percentile, share below the 5 % cut): where the answerable and the no-match requests overlap.
+percentile, share below the 5 % cut): where the answerable and the no-match requests overlap;
+and what the cut that would flag 85 % of the no-match dev requests flags of each answerable set.
 """
 
 from __future__ import annotations
@@ -130,6 +131,11 @@ def main() -> int:
         {**answerable, "no-match dev": dev_rows, "no-match held out": held_rows,
          "single-intent held out": single_rows}, cosine_cut
     )  # fmt: skip
+    target_cut = float(np.quantile(dev[:, 0], 0.85))
+    share = 100 * np.mean(pooled[:, 0] < target_cut)
+    print(f"the cut that flags 85 % of the no-match dev requests, {target_cut:.3f}, flags "
+          f"{share:.1f} % of the pooled answerable dev")  # fmt: skip
+    at_target = cosine_spread(answerable, target_cut)
     choices = [(0,)] + [(0, i) for i in range(1, len(SIGNALS))] + [tuple(range(len(SIGNALS)))]
     report = {}
     for cols in choices:
@@ -159,6 +165,7 @@ def main() -> int:
             {
                 "model": model,
                 "cosine_spread": spread,
+                "cut_for_85_percent": {"cut": target_cut, "spread": at_target},
                 "fitted_on_dev": report,
                 "crowd_sweep": sweep,
             },
