@@ -58,7 +58,7 @@ from natural import (
 )
 from toolscout.embed.base import DEFAULT_MODEL
 from toolscout.engine import Engine
-from toolscout.models import SearchMode
+from toolscout.models import Ranked, SearchMode
 from toolscout.search.calibration import (
     CALIBRATION_FILE,
     MODE_FEATURES,
@@ -76,20 +76,20 @@ TRAIN_SOURCES = ("metatool", "gorilla_apibench", "bfcl")
 MAX_FLAGGED = 0.05
 
 
-def _train_requests(path: Path, limit: int) -> list[tuple[str, tuple[str, ...]]]:
-    rows = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
-    train = [(r["query"][:1000], tuple(r["gold"])) for r in rows if r.get("split") == "train"]
-    step = max(1, -(-len(train) // limit)) if limit else 1
-    return train[::step]
-
-
 def _sample(items: list[Any], limit: int) -> list[Any]:
     step = max(1, -(-len(items) // limit)) if limit else 1
     return items[::step]
 
 
+def _train_requests(path: Path, limit: int) -> list[tuple[str, tuple[str, ...]]]:
+    rows = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+    train = [(r["query"][:1000], tuple(r["gold"])) for r in rows if r.get("split") == "train"]
+    return _sample(train, limit)
+
+
 Rows = dict[str, list[tuple[list[float], float]]]
 RequestRows = dict[str, list[tuple[Evidence, float]]]
+Found = dict[SearchMode, list[tuple[Ranked, Evidence]]]
 
 
 def request_evidence(
@@ -98,10 +98,19 @@ def request_evidence(
     """What each mode's request model reads, as search/hybrid.py computes it, with the tools in
     ``exclude`` taken out as if they were not indexed: the vector leg's closest remaining tool
     (``hybrid`` and ``vector`` alike) and the best remaining BM25 hit (``bm25``). None: no hit."""
+    search = engine.searcher.search_evidence
+    legs = (SearchMode.BM25, SearchMode.VECTOR)
+    return evidence_without(
+        {m: search(text, mode=m, limit=10 + len(exclude)) for m in legs}, exclude
+    )
+
+
+def evidence_without(found: Found, exclude: frozenset[str]) -> dict[str, Evidence | None]:
+    """:func:`request_evidence` from searches already made (``found``: each leg's hits, at
+    least ten more than ``exclude`` holds)."""
 
     def remaining(leg: SearchMode) -> list[Evidence]:
-        found = engine.searcher.search_evidence(text, mode=leg, limit=10 + len(exclude))
-        return [ev for ranked, ev in found if ranked.id not in exclude]
+        return [ev for ranked, ev in found[leg] if ranked.id not in exclude]
 
     lexical, vector = remaining(SearchMode.BM25), remaining(SearchMode.VECTOR)
     closest = max(vector, key=lambda ev: ev.cosine or 0.0) if vector else None
@@ -119,15 +128,19 @@ def training_rows(
     rows: dict[str, list[tuple[list[float], float]]] = {m: [] for m in MODES}
     for text, gold in requests:
         gold_set = set(gold)
+        searched: Found = {
+            SearchMode(mode): engine.searcher.search_evidence(
+                text, mode=SearchMode(mode), limit=10 + len(gold_set)
+            )
+            for mode in MODES
+        }
         for label, exclude in ((1.0, frozenset[str]()), (0.0, frozenset(gold_set))):
-            for mode, request in request_evidence(engine, text, exclude).items():
+            for mode, request in evidence_without(searched, exclude).items():
                 if request is not None:
                     request_rows[mode].append((request, label))
         for mode in MODES:
             names = MODE_FEATURES[mode]
-            found = engine.searcher.search_evidence(
-                text, mode=SearchMode(mode), limit=10 + len(gold_set)
-            )
+            found = searched[SearchMode(mode)]
             for ranked, ev in found[:10]:
                 rows[mode].append((ev.values(names), float(ranked.id in gold_set)))
             rest = [ev for ranked, ev in found if ranked.id not in gold_set][:10]
