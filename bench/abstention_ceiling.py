@@ -146,14 +146,14 @@ def main() -> int:
             (x - mu) / sd, y, weights=np.where(y == 1, 1.0, len(pooled) / len(dev))
         )
 
-        model = Linear(cols, mu, sd, np.array(coef), intercept)
+        fitted = Linear(cols, mu, sd, np.array(coef), intercept)
 
-        cut = np.quantile(model(pooled), MAX_FLAGGED)
+        cut = np.quantile(fitted(pooled), MAX_FLAGGED)
         name = " + ".join(SIGNALS[i] for i in cols)
         row = {
-            "no_match_dev": float(np.mean(model(dev) < cut)),
-            "no_match_held_out": float(np.mean(model(held) < cut)),
-            "single_intent_held_out": float(np.mean(model(single) < cut)),
+            "no_match_dev": float(np.mean(fitted(dev) < cut)),
+            "no_match_held_out": float(np.mean(fitted(held) < cut)),
+            "single_intent_held_out": float(np.mean(fitted(single) < cut)),
         }
         report[name] = row
         print(f"{name:70s} " + "  ".join(f"{k} {100 * v:5.1f}" for k, v in row.items()))
