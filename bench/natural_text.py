@@ -73,7 +73,7 @@ VARIANTS: dict[str, Callable[[Tool, Fields], str]] = {
 }
 
 
-def _base(tool_id: str) -> str:
+def base_id(tool_id: str) -> str:
     """A tool's id without a copy number: BFCL holds numbered rewordings of one function
     (``bfcl::Services_4_FindProvider#5``)."""
     return tool_id.split("#", 1)[0]
@@ -111,7 +111,7 @@ def main() -> int:
         report[name] = {}
         hits: dict[tuple[str, str], list[float]] = {}
         copies: dict[tuple[str, str], list[float]] = {}
-        gold_copies = {r.id: {_base(g) for g in r.gold} for r in reqs}
+        gold_copies = {r.id: {base_id(g) for g in r.gold} for r in reqs}
         for variant in args.variants:
             text_of = VARIANTS[variant]
             matrix = engine.embedder.embed([text_of(t, extra.get(t.id)) for t in tools])
@@ -124,7 +124,7 @@ def main() -> int:
                     sims = (q @ matrix.T).max(axis=0)
                     ranked = [ids[i] for i in np.argsort(-sims, kind="stable")[:10]]
                     rows.append(score_query(ranked, r.gold))
-                    top3 = {_base(t) for t in ranked[:3]}
+                    top3 = {base_id(t) for t in ranked[:3]}
                     copy_hits.append(float(bool(top3 & gold_copies[r.id])))
                 m = mean(rows)
                 report[name].setdefault(split, {})[variant] = {

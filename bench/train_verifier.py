@@ -45,6 +45,7 @@ import numpy as np
 
 from calibrate import MAX_FLAGGED, collect_dev
 from natural import ROOT, TESTS, datasets, db_folder, load_requests
+from natural_text import base_id
 from toolscout.embed.base import DEFAULT_MODEL, open_embedder
 from toolscout.engine import Engine
 from toolscout.models import SearchMode
@@ -54,10 +55,6 @@ from train_embedder import base_paths, training_pairs
 Example = tuple[str, str, float]
 Request = dict[str, Any]
 NEGATIVES, FOREIGN_SHARE, MAX_TOKENS, BATCH, LR = 3, 0.5, 160, 32, 4e-5
-
-
-def _base(tool_id: str) -> str:
-    return tool_id.split("#", 1)[0]
 
 
 def examples(rng: random.Random) -> list[Example]:
@@ -74,7 +71,7 @@ def examples(rng: random.Random) -> list[Example]:
         out.append((pair.query, texts[pair.tool], 1.0))
         own = pair.tool.split("::")[0]
         near = np.argsort(-np.where(source == own, sims[i], -9.0))[:8]
-        wrong = [ids[j] for j in near if _base(ids[j]) != _base(pair.tool)][:5]
+        wrong = [ids[j] for j in near if base_id(ids[j]) != base_id(pair.tool)][:5]
         out.extend(
             (pair.query, texts[t], 0.0) for t in rng.sample(wrong, min(NEGATIVES, len(wrong)))
         )
@@ -193,6 +190,10 @@ def report(by_set: dict[str, list[Request]]) -> dict[str, Any]:
         }
         print(f"{name:26s} cut {cut:.3f}  " + "  ".join(
             f"{n} {100 * v:.1f}" for n, v in flags[name].items()))  # fmt: skip
+    medians = {n: float(np.median([r["verifier"][0] for r in reqs if r["cands"]]))
+               for n, reqs in by_set.items() if reqs}  # fmt: skip
+    print("first hit's verifier probability, median: "
+          + "  ".join(f"{n} {v:.3f}" for n, v in medians.items()))  # fmt: skip
     hits: dict[str, list[float]] = {}
     for name in answerable:
         if name.startswith("multi_intent") or not by_set[name]:
@@ -208,7 +209,7 @@ def report(by_set: dict[str, list[Request]]) -> dict[str, Any]:
         hits[name] = [float(100 * v) for v in np.mean(rows, axis=0)]
         print(f"hit@3 {name:22s} hybrid / verifier / fused: "
               + " / ".join(f"{v:.1f}" for v in hits[name]))  # fmt: skip
-    return {"flagged": flags, "hit_at_3_hybrid_verifier_fused": hits}
+    return {"flagged": flags, "first_hit_median": medians, "hit_at_3_hybrid_verifier_fused": hits}
 
 
 def main() -> int:
