@@ -190,7 +190,7 @@ class IndexReport:
         }
 
 
-# -- skills and hierarchical search (issue 3) ------------------------------------------------
+# -- skills and hierarchical search ------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -349,12 +349,6 @@ class SearchResult:
         elif by_skill:
             group = lambda t: skill.get(t.id) or t.server  # noqa: E731
         return to_openai([h.tool for h in self.tools], api=api, namespace=group)  # type: ignore[arg-type]
-
-
-#: Former names of the request, result and hit types, kept so existing code keeps working.
-HierarchicalRequest = SearchRequest
-HierarchicalResult = SearchResult
-SearchHit = ToolHit
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from toolscout.engine import Engine
-from toolscout.models import HierarchicalRequest
+from toolscout.models import SearchRequest
 
 EMAIL_QUERY = "send an email to a colleague"
 
@@ -22,7 +22,7 @@ def test_hierarchical_search_answers_the_contract(client: TestClient, api_engine
     r = client.post("/api/v1/search", json={"query": EMAIL_QUERY, "include_schemas": True})
     assert r.status_code == 200
     body = r.json()
-    expected = api_engine.find(HierarchicalRequest(EMAIL_QUERY, include_schemas=True))
+    expected = api_engine.find(SearchRequest(EMAIL_QUERY, include_schemas=True))
     assert [t["id"] for t in body["tools"]] == [h.tool.id for h in expected.tools]
     assert [s["id"] for s in body["matched_skills"]] == [
         m.skill.id for m in expected.matched_skills

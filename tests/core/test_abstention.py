@@ -21,7 +21,7 @@ from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.eval.metrics import complete_at
 from toolscout.ingest.jsonfile import CatalogFile
-from toolscout.models import HierarchicalRequest, SearchMode, SearchRequest
+from toolscout.models import SearchMode, SearchRequest
 from toolscout.search.calibration import embedder_identity, load_calibration
 from toolscout.search.hierarchical import HierarchicalSearcher
 from toolscout.search.hybrid import HybridSearcher
@@ -125,9 +125,7 @@ def test_multi_intent_requests_get_every_tool_they_need(builtin: Engine, strateg
     rows = [r for r in _rows("multi_intent") if r["group"] == "builtin"]
     complete = []
     for r in rows:
-        request = HierarchicalRequest(
-            str(r["query"]), limit=5, tool_threshold=0.0, strategy=strategy
-        )
+        request = SearchRequest(str(r["query"]), limit=5, tool_threshold=0.0, strategy=strategy)
         got = [h.tool.id for h in builtin.find(request).tools]
         complete.append(complete_at(got, {str(g) for g in r["gold"]}, 5))  # type: ignore[attr-defined]
     assert sum(complete) / len(complete) >= 0.75  # measured 0.85-0.9

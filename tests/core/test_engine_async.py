@@ -13,7 +13,7 @@ from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.errors import QueryError, StoreError
 from toolscout.ingest.jsonfile import CatalogFile
-from toolscout.models import HierarchicalRequest
+from toolscout.models import SearchRequest
 
 CATALOG = [
     {"name": "get_forecast", "server": "weather", "description": "Weather forecast for a city."},
@@ -69,7 +69,7 @@ def test_async_errors_are_the_sync_ones_and_afind_answers(
     with _indexed(settings, tmp_path) as engine:
         with pytest.raises(QueryError):
             anyio.run(lambda: engine.asearch("x", limit=99))
-        found = anyio.run(engine.afind, HierarchicalRequest(query="weather in Oslo"))
+        found = anyio.run(engine.afind, SearchRequest(query="weather in Oslo"))
         assert found.tools and found.tools[0].tool.id == "weather::get_forecast"
 
 

@@ -3,13 +3,34 @@ import toolscout
 
 def test_public_api_is_pinned() -> None:
     assert sorted(toolscout.__all__) == [
-        "CatalogFile", "ConfigError", "EmbedError", "Engine", "EnrichError", "Filters",
-        "HierarchicalRequest", "HierarchicalResult", "IndexReport", "IngestError", "ItemType",
-        "QueryError", "SearchHit", "SearchMode", "SearchRequest", "SearchResult", "Settings",
-        "Skill", "SkillError", "SkillMatch", "StoreError", "Strategy", "Tool", "ToolHit",
-        "ToolNotFound", "ToolscoutError", "__version__", "load_catalog",
-        "load_settings", "open_store",
-    ]  # fmt: skip
+        "CatalogFile",
+        "ConfigError",
+        "EmbedError",
+        "Engine",
+        "EnrichError",
+        "Filters",
+        "IndexReport",
+        "IngestError",
+        "ItemType",
+        "QueryError",
+        "SearchMode",
+        "SearchRequest",
+        "SearchResult",
+        "Settings",
+        "Skill",
+        "SkillError",
+        "SkillMatch",
+        "StoreError",
+        "Strategy",
+        "Tool",
+        "ToolHit",
+        "ToolNotFound",
+        "ToolscoutError",
+        "__version__",
+        "load_catalog",
+        "load_settings",
+        "open_store",
+    ]
     for name in toolscout.__all__:
         assert getattr(toolscout, name) is not None
 

@@ -11,7 +11,7 @@ import anyio.from_thread
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.ingest.jsonfile import CatalogFile
-from toolscout.models import HierarchicalRequest, SearchRequest
+from toolscout.models import SearchRequest
 from toolscout.search.gate import SearchGate
 
 TOOLS = [
@@ -42,14 +42,14 @@ def test_hierarchical_results_are_cached_by_the_whole_request(
     engine: Engine, tmp_path: Path
 ) -> None:
     engine.index([CatalogFile(_write(tmp_path / "c.json", TOOLS)).read()])
-    req = HierarchicalRequest(query="weather in Paris", strategy="direct")
+    req = SearchRequest(query="weather in Paris", strategy="direct")
     first = engine.find(req)
     again = engine.find(req)
     assert again.metadata["cached"] is True and "cached" not in first.metadata
     assert [t.tool.id for t in again.tools] == [t.tool.id for t in first.tools]
     # Padding whitespace is stripped by validation: the same request.
-    assert engine.find(HierarchicalRequest(query="  weather in Paris ", strategy="direct"))
-    assert "cached" not in engine.find(HierarchicalRequest(query="weather in Paris")).metadata
+    assert engine.find(SearchRequest(query="  weather in Paris ", strategy="direct"))
+    assert "cached" not in engine.find(SearchRequest(query="weather in Paris")).metadata
 
 
 def test_any_write_drops_cached_results(engine: Engine, tmp_path: Path) -> None:
@@ -99,7 +99,7 @@ def test_cached_find_answers_only_from_the_cache_and_never_searches(
 ) -> None:
     catalog = _write(tmp_path / "c.json", TOOLS)
     engine.index([CatalogFile(catalog).read()])
-    req = HierarchicalRequest(query="open a bug report", strategy="direct")
+    req = SearchRequest(query="open a bug report", strategy="direct")
     assert engine.cached_find(req) is None
     assert engine.result_cache_stats() == {"hits": 0, "misses": 1, "entries": 0}
     found = engine.find(req)

@@ -12,7 +12,7 @@ from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.errors import EmptyQuery, QueryError
 from toolscout.ingest.sources import Loaded
-from toolscout.models import HierarchicalRequest, ItemType, Skill, SkillAssignment, Tool
+from toolscout.models import ItemType, SearchRequest, Skill, SkillAssignment, Tool
 from toolscout.store.base import Classified
 
 STAGES = {
@@ -25,14 +25,14 @@ STAGES = {
 
 
 def find(engine: Engine, query: str, **kw: object) -> tuple[list[str], dict[str, object]]:
-    res = engine.find(HierarchicalRequest(query, **kw))  # type: ignore[arg-type]
+    res = engine.find(SearchRequest(query, **kw))  # type: ignore[arg-type]
     return [h.tool.id for h in res.tools], res.metadata
 
 
 def test_hierarchical_search_matches_a_skill_then_searches_only_its_tools(
     skills_engine: Engine,
 ) -> None:
-    res = skills_engine.find(HierarchicalRequest("send an email message to my colleague"))
+    res = skills_engine.find(SearchRequest("send an email message to my colleague"))
     assert res.matched_skills and res.matched_skills[0].skill.id == "email"
     assert res.matched_skills[0].tool_count >= 4
     assert res.tools[0].tool.id == "gmail::send_email"
@@ -54,7 +54,7 @@ def test_without_the_safety_net_every_tool_belongs_to_a_matched_skill(
     skills_engine: Engine,
 ) -> None:
     skills_engine.search_service.hierarchical.safety_net = 0.0
-    res = skills_engine.find(HierarchicalRequest("weather forecast for Berlin", limit=10))
+    res = skills_engine.find(SearchRequest("weather forecast for Berlin", limit=10))
     used = set(res.metadata["skill_ids_used"])
     assert used
     assert res.tools and all(used & set(h.skill_ids) for h in res.tools)
@@ -77,7 +77,7 @@ def test_the_safety_net_still_finds_a_tool_filed_under_another_skill(
 
 
 def test_direct_skips_stage_one(skills_engine: Engine) -> None:
-    res = skills_engine.find(HierarchicalRequest("send an email", strategy="direct"))
+    res = skills_engine.find(SearchRequest("send an email", strategy="direct"))
     assert res.matched_skills == []
     assert res.metadata["skill_ids_used"] is None
     assert res.metadata["stage1_skill_count"] == 0
@@ -91,9 +91,7 @@ def test_hybrid_merges_both_strategies(skills_engine: Engine) -> None:
         skills_engine, "merge the pull request", limit=10, tool_threshold=0.0, strategy="direct"
     )
     res = skills_engine.find(
-        HierarchicalRequest(
-            "merge the pull request", limit=10, tool_threshold=0.0, strategy="hybrid"
-        )
+        SearchRequest("merge the pull request", limit=10, tool_threshold=0.0, strategy="hybrid")
     )
     ids = [h.tool.id for h in res.tools]
     assert res.metadata["strategy_used"] == "hybrid"
@@ -109,7 +107,7 @@ def test_no_active_skills_falls_back_to_every_tool_with_a_warning(
     for match in skills_engine.skills.list():
         skills_engine.skills.deactivate(match.skill.id)
     with caplog.at_level(logging.WARNING, logger="toolscout.search"):
-        res = skills_engine.find(HierarchicalRequest("send an email"))
+        res = skills_engine.find(SearchRequest("send an email"))
     assert res.matched_skills == []
     assert res.metadata["skill_ids_used"] is None
     assert res.metadata["searched_fraction"] == 1.0
@@ -119,7 +117,7 @@ def test_no_active_skills_falls_back_to_every_tool_with_a_warning(
     caplog.clear()
     with caplog.at_level(logging.DEBUG, logger="toolscout.search"):
         for query in ("send a chat message", "read a file", "send an email"):
-            skills_engine.find(HierarchicalRequest(query))
+            skills_engine.find(SearchRequest(query))
     fallbacks = [r for r in caplog.records if "searching every tool" in r.message]
     assert len(fallbacks) == 2  # the cached third search did not run again
     assert {r.levelno for r in fallbacks} == {logging.DEBUG}
@@ -130,7 +128,7 @@ def test_index_without_any_skills_falls_back(tmp_path: object, vector_cache: obj
     engine = build(settings)
     try:
         assert engine.skills.list() == []
-        res = engine.find(HierarchicalRequest("read the contents of a file"))
+        res = engine.find(SearchRequest("read the contents of a file"))
         assert res.metadata["skill_ids_used"] is None
         direct, _ = find(engine, "read the contents of a file", strategy="direct")
         assert [h.tool.id for h in res.tools] == direct
@@ -144,9 +142,7 @@ def test_skill_threshold_zero_lets_every_skill_up_to_the_limit_match(
     skills_engine: Engine,
 ) -> None:
     active = len(skills_engine.skills.list(include_inactive=False))
-    res = skills_engine.find(
-        HierarchicalRequest("send an email", skill_threshold=0.0, skill_limit=20)
-    )
+    res = skills_engine.find(SearchRequest("send an email", skill_threshold=0.0, skill_limit=20))
     assert res.metadata["stage1_skill_count"] == min(20, active)
     assert [m.score for m in res.matched_skills] == sorted(
         (m.score for m in res.matched_skills), reverse=True
@@ -154,15 +150,15 @@ def test_skill_threshold_zero_lets_every_skill_up_to_the_limit_match(
 
 
 def test_skill_threshold_one_matches_nothing_and_falls_back(skills_engine: Engine) -> None:
-    res = skills_engine.find(HierarchicalRequest("send an email", skill_threshold=1.0))
+    res = skills_engine.find(SearchRequest("send an email", skill_threshold=1.0))
     assert res.matched_skills == []
     assert res.metadata["skill_ids_used"] is None
     assert res.tools
 
 
 def test_tool_threshold_bounds_the_scores(skills_engine: Engine) -> None:
-    loose = skills_engine.find(HierarchicalRequest("calendar", tool_threshold=0.0, limit=10))
-    strict = skills_engine.find(HierarchicalRequest("calendar", tool_threshold=1.0, limit=10))
+    loose = skills_engine.find(SearchRequest("calendar", tool_threshold=0.0, limit=10))
+    strict = skills_engine.find(SearchRequest("calendar", tool_threshold=1.0, limit=10))
     assert len(loose.tools) > len(strict.tools)
     assert all(h.score >= 1.0 for h in strict.tools)
 
@@ -177,7 +173,7 @@ def test_matched_skill_without_tools_gives_an_empty_result(skills_engine: Engine
         )
     )
     res = skills_engine.find(
-        HierarchicalRequest("which planets and galaxies can my telescope see", skill_limit=1)
+        SearchRequest("which planets and galaxies can my telescope see", skill_limit=1)
     )
     assert [m.skill.id for m in res.matched_skills] == ["astronomy"]
     assert res.matched_skills[0].tool_count == 0
@@ -190,11 +186,11 @@ def test_deactivated_skill_is_not_matched_and_reactivation_restores_it(
     skills_engine: Engine,
 ) -> None:
     skills_engine.skills.deactivate("email")
-    res = skills_engine.find(HierarchicalRequest("send an email message", skill_threshold=0.0))
+    res = skills_engine.find(SearchRequest("send an email message", skill_threshold=0.0))
     assert "email" not in [m.skill.id for m in res.matched_skills]
     assert skills_engine.skills.get("email").is_active is False
     skills_engine.skills.reactivate("email")
-    res = skills_engine.find(HierarchicalRequest("send an email message"))
+    res = skills_engine.find(SearchRequest("send an email message"))
     assert res.matched_skills[0].skill.id == "email"
 
 
@@ -224,12 +220,12 @@ def test_tool_with_no_skills_is_found_only_by_direct(
 
 def test_item_type_filter_applies_in_stage_two(skills_engine: Engine) -> None:
     res = skills_engine.find(
-        HierarchicalRequest("weather terms", item_type=ItemType.RESOURCE, tool_threshold=0.0)
+        SearchRequest("weather terms", item_type=ItemType.RESOURCE, tool_threshold=0.0)
     )
     assert [h.tool.id for h in res.tools] == ["docs::weather_glossary"] or res.tools == []
     assert all(h.tool.item_type is ItemType.RESOURCE for h in res.tools)
     direct = skills_engine.find(
-        HierarchicalRequest("weather terms", item_type="resource", strategy="direct")  # type: ignore[arg-type]
+        SearchRequest("weather terms", item_type="resource", strategy="direct")  # type: ignore[arg-type]
     )
     assert [h.tool.id for h in direct.tools] == ["docs::weather_glossary"]
 
@@ -237,13 +233,13 @@ def test_item_type_filter_applies_in_stage_two(skills_engine: Engine) -> None:
 def test_schemas_are_loaded_only_when_asked_and_a_broken_one_is_null(
     skills_engine: Engine,
 ) -> None:
-    res = skills_engine.find(HierarchicalRequest("send an email", include_schemas=True))
+    res = skills_engine.find(SearchRequest("send an email", include_schemas=True))
     assert res.tools[0].schema is not None
     assert "subject" in res.tools[0].schema["properties"]
     store = skills_engine.store
     with store.database.transaction() as conn:  # type: ignore[attr-defined]
         conn.execute("UPDATE tools SET input_schema='{not json' WHERE id='gmail::send_email'")
-    res = skills_engine.find(HierarchicalRequest("send an email", include_schemas=True))
+    res = skills_engine.find(SearchRequest("send an email", include_schemas=True))
     assert res.tools[0].tool.id == "gmail::send_email"
     assert res.tools[0].schema is None
     assert any(h.schema is not None for h in res.tools[1:])
@@ -251,15 +247,15 @@ def test_schemas_are_loaded_only_when_asked_and_a_broken_one_is_null(
 
 def test_a_query_of_1001_characters_is_rejected_naming_the_field(skills_engine: Engine) -> None:
     with pytest.raises(QueryError) as err:
-        skills_engine.find(HierarchicalRequest("a" * 1001))
+        skills_engine.find(SearchRequest("a" * 1001))
     assert err.value.field == "query"
-    ok = skills_engine.find(HierarchicalRequest("email " + "a" * 994))
+    ok = skills_engine.find(SearchRequest("email " + "a" * 994))
     assert ok.metadata["strategy_used"] == "hierarchical"
 
 
 def test_an_empty_query_is_rejected(skills_engine: Engine) -> None:
     with pytest.raises(EmptyQuery):
-        skills_engine.find(HierarchicalRequest("   "))
+        skills_engine.find(SearchRequest("   "))
 
 
 @pytest.mark.parametrize(
@@ -278,7 +274,7 @@ def test_an_empty_query_is_rejected(skills_engine: Engine) -> None:
 )
 def test_invalid_request_fields_are_named(skills_engine: Engine, field: str, value: object) -> None:
     with pytest.raises(QueryError) as err:
-        skills_engine.find(HierarchicalRequest("send an email", **{field: value}))  # type: ignore[arg-type]
+        skills_engine.find(SearchRequest("send an email", **{field: value}))  # type: ignore[arg-type]
     assert err.value.field == field
 
 

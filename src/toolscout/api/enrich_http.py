@@ -1,4 +1,4 @@
-"""REST routes of semantic enrichment (issue 6): server profiles, status, sync and stats.
+"""REST routes of semantic enrichment: server profiles, status, sync and stats.
 
 Each route is one call on the engine's enrichment operations plus rendering. Regenerating a
 profile and syncing need the admin key; status and stats are reads. A sync runs in the

@@ -13,7 +13,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from toolscout.gateway.formats import ProviderFormat
 from toolscout.models import (
-    ClassifyReport,
     ItemType,
     SearchMode,
     SearchResult,
@@ -380,13 +379,3 @@ class Health(BaseModel):
     query_cache: dict[str, int] | None = None
     result_cache: dict[str, int] | None = None
     pid: int = Field(description="Answering worker process (each worker has its own caches).")
-
-
-def report_counts(report: ClassifyReport) -> dict[str, Any]:
-    """The progress fields of a finished job."""
-    return {
-        "processed": report.processed,
-        "total": report.total,
-        "errors": report.errors,
-        "failed": list(report.failed),
-    }

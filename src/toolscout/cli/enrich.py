@@ -1,4 +1,4 @@
-"""``toolscout enrich ...``: semantic enrichment of the index (issue 6).
+"""``toolscout enrich ...``: semantic enrichment of the index.
 
 ``toolscout enrich`` (or ``enrich sync``) detects what changed and enriches only that, with a
 progress bar; ``server`` remakes one server, ``status`` and ``stats`` report. Each command is

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from toolscout.errors import EnrichError
@@ -88,24 +88,6 @@ class ToolEnrichment:
             return cls(**_tuples(data))
         except TypeError as exc:
             raise EnrichError(f"stored enrichment does not match this toolscout: {exc}") from exc
-
-
-@dataclass(frozen=True)
-class EnrichFailure:
-    """A tool or profile that could not be enriched this time (it keeps its original text)."""
-
-    key: str
-    error: str
-
-
-@dataclass
-class Usage:
-    """Counters one enrichment pass accumulates (LLM calls and tokens; zero offline)."""
-
-    calls: int = 0
-    tokens: int = 0
-    failures: int = 0
-    extra: dict[str, int] = field(default_factory=dict)
 
 
 class Enricher(Protocol):

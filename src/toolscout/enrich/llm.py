@@ -73,7 +73,7 @@ class OpenAICompatibleLLM:
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
-        # Usage is recorded for the enrichment stats (issue 6): totals, plus the tokens of the
+        # Usage is recorded for the enrichment stats: totals, plus the tokens of the
         # last successful call per thread so a caller can charge them to what it made.
         self.calls = 0
         self.tokens = 0

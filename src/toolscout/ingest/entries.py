@@ -206,39 +206,22 @@ def parse_entry(
     try:
         name = _text(entry, "name", limit=MAX_NAME, required=True)
         description = _text(entry, "description", limit=MAX_DESCRIPTION, required=False)
-        item_type = default_type
-        declared = raw.get("item_type")
-        if declared is not None:
-            try:
-                item_type = ItemType(declared)
-            except ValueError as exc:
-                raise EntryError("item_type", "must be one of tool, prompt, resource") from exc
+        item_type = _item_type(raw, default_type)
         if item_type is ItemType.PROMPT and "arguments" in entry:
             input_schema = _prompt_schema(entry.get("arguments"))
         else:
             input_schema, _ = _schema(entry, ("inputSchema", "input_schema", "parameters"))
         output_schema, _ = _schema(entry, ("outputSchema", "output_schema"))
-        annotations = entry.get("annotations") or {}
-        if not isinstance(annotations, dict):
-            raise EntryError("annotations", "must be an object")
-        if item_type is ItemType.RESOURCE:
-            for key in ("uri", "uriTemplate", "mimeType"):
-                if isinstance(entry.get(key), str):
-                    annotations = {**annotations, key: entry[key]}
+        annotations = _annotations(entry, item_type)
         entry_server = raw.get("server", server)
         if entry_server is not None and not isinstance(entry_server, str):
             raise EntryError("server", "must be a string")
         category = raw.get("category")
-        tool_id = raw.get("id")
-        if tool_id is None:
-            owner = entry_server or namespace
-            tool_id = f"{owner}::{name}" if owner else name
-        if not isinstance(tool_id, str) or not tool_id.strip():
-            raise EntryError("id", "must be a non-empty string")
+        tool_id = _tool_id(raw.get("id"), name, entry_server or namespace)
     except EntryError as exc:
         raise EntryError(prefix + exc.field, str(exc)) from None
     return Tool(
-        id=tool_id.strip(),
+        id=tool_id,
         name=name,
         description=description,
         input_schema=input_schema,
@@ -249,3 +232,34 @@ def parse_entry(
         source=source,
         category=category if isinstance(category, str) else None,
     )
+
+
+def _item_type(raw: dict[str, Any], default: ItemType) -> ItemType:
+    declared = raw.get("item_type")
+    if declared is None:
+        return default
+    try:
+        return ItemType(declared)
+    except ValueError as exc:
+        raise EntryError("item_type", "must be one of tool, prompt, resource") from exc
+
+
+def _annotations(entry: dict[str, Any], item_type: ItemType) -> dict[str, Any]:
+    """The entry's annotations; a resource's URI (template) and MIME type travel with them."""
+    annotations = entry.get("annotations") or {}
+    if not isinstance(annotations, dict):
+        raise EntryError("annotations", "must be an object")
+    if item_type is ItemType.RESOURCE:
+        for key in ("uri", "uriTemplate", "mimeType"):
+            if isinstance(entry.get(key), str):
+                annotations = {**annotations, key: entry[key]}
+    return annotations
+
+
+def _tool_id(declared: Any, name: str, owner: str | None) -> str:
+    tool_id = declared
+    if tool_id is None:
+        tool_id = f"{owner}::{name}" if owner else name
+    if not isinstance(tool_id, str) or not tool_id.strip():
+        raise EntryError("id", "must be a non-empty string")
+    return tool_id.strip()

@@ -122,25 +122,6 @@ def _transport(entry: Mapping[str, Any], url: str | None) -> Transport:
     return "stdio"
 
 
-def parse_server(
-    name: str,
-    entry: Any,
-    *,
-    origin: str,
-    timeout: float = DEFAULT_TIMEOUT,
-    environ: Mapping[str, str] | None = None,
-) -> ServerSpec:
-    """Build a :class:`ServerSpec` from one ``mcpServers`` / ``servers`` entry.
-
-    Raises:
-        IngestError: naming the server and the field that is missing or malformed.
-    """
-    try:
-        return _parse(name, entry, origin, timeout, os.environ if environ is None else environ)
-    except _EntryError as exc:
-        raise IngestError(f"{origin}: server {name!r}: {exc.field}: {exc}") from None
-
-
 def _parse(
     name: str, entry: Any, origin: str, timeout: float, env_source: Mapping[str, str]
 ) -> ServerSpec:

@@ -127,19 +127,7 @@ class SchemaBuilder:
             meta = [self._metadata(a, depth) for a in args[1:]]
             kept = [m for m in meta if m is not None]
             return Annotated[tuple([types[0], *kept])] if kept else types[0]
-        if path in SEQUENCES and len(types) == 1:
-            return list[types[0]]  # type: ignore[valid-type]
-        if path in SETS and len(types) == 1:
-            return set[types[0]]  # type: ignore[valid-type]
-        if path in MAPPINGS and len(types) == 2:
-            return dict[types[0], types[1]]  # type: ignore[valid-type]
-        if path in ("builtins.tuple", "typing.Tuple"):
-            if len(args) == 2 and isinstance(args[1], ast.Constant) and args[1].value is ...:
-                return tuple[types[0], ...]  # type: ignore[valid-type]
-            return tuple[tuple(types)]  # type: ignore[misc]
-        if path in TYPES:
-            return TYPES[path]
-        raise Opaque(path)
+        return _container(path, args, types)
 
     def _literal_value(self, node: ast.expr) -> Any:
         if isinstance(node, ast.Attribute):  # Literal[Color.RED]
@@ -436,3 +424,21 @@ def input_schema(module: griffe.Module, func: griffe.Function, title: str) -> JS
             return model.model_json_schema()
     except (TypeError, ValueError, pydantic.PydanticUserError) as exc:
         raise SchemaError(f"{model.__name__}: {exc}") from exc
+
+
+def _container(path: str, args: list[ast.expr], types: list[Any]) -> Any:
+    """``list[X]``, ``set[X]``, ``dict[K, V]``, ``tuple[...]`` and plain aliases by their
+    canonical path. Raises: Opaque for anything else."""
+    if path in SEQUENCES and len(types) == 1:
+        return list[types[0]]  # type: ignore[valid-type]
+    if path in SETS and len(types) == 1:
+        return set[types[0]]  # type: ignore[valid-type]
+    if path in MAPPINGS and len(types) == 2:
+        return dict[types[0], types[1]]  # type: ignore[valid-type]
+    if path in ("builtins.tuple", "typing.Tuple"):
+        if len(args) == 2 and isinstance(args[1], ast.Constant) and args[1].value is ...:
+            return tuple[types[0], ...]  # type: ignore[valid-type]
+        return tuple[tuple(types)]  # type: ignore[misc]
+    if path in TYPES:
+        return TYPES[path]
+    raise Opaque(path)

@@ -19,10 +19,10 @@ import numpy as np
 from toolscout.errors import QueryError
 from toolscout.models import (
     Filters,
-    HierarchicalRequest,
     ItemType,
     Scored,
     SearchMode,
+    SearchRequest,
     SkillMatch,
     Tool,
 )
@@ -276,7 +276,7 @@ def explain(
     else:
         if server:
             raise QueryError("server", "filters the flat strategy only; choose strategy flat")
-        request = HierarchicalRequest(
+        request = SearchRequest(
             query,
             item_type=item_type,  # a string is validated by find
             limit=limit,

@@ -1,4 +1,4 @@
-"""Two-stage search: skills that fit the request, then the tools inside them (issue 3).
+"""Two-stage search: skills that fit the request, then the tools inside them.
 
 Stage 1 scores active skills against the query (embedded once; the same vectors feed stage 2).
 Stage 2 runs the core hybrid search restricted to tools of the matched skills. Stage 3 loads

@@ -19,7 +19,6 @@ really belonged to the skill; docs/BENCHMARKS.md §3 shows the reliability table
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -82,10 +81,6 @@ class Classifier(Protocol):
     def classify(self, tool: Tool, vector: Vector | None) -> Verdict:
         """Raises: ToolscoutError when the tool cannot be classified."""
         ...
-
-
-def sigmoid(x: float) -> float:
-    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, x))))
 
 
 def calibrated(sims: NDArray[np.float32]) -> NDArray[np.float64]:

@@ -69,7 +69,7 @@ class Classified:
 
 
 class SkillStore(Protocol):
-    """Skills, tool-skill assignments, classification state and the suggestion queue (issue 3).
+    """Skills, tool-skill assignments, classification state and the suggestion queue.
 
     Tables: ``skills``, ``tool_skills``, ``tool_classification``, ``skill_suggestions``.
     Deleting a tool (``Store.delete``/``reset``) also deletes its assignments and state.
@@ -163,7 +163,7 @@ class SkillStore(Protocol):
 
 @dataclass(frozen=True)
 class EnrichmentRecord:
-    """One cached enrichment row (issue 6), written and read by ``toolscout.enrich.cache``.
+    """One cached enrichment row, written and read by ``toolscout.enrich.cache``.
 
     ``kind`` is ``tool`` (``key`` = tool id) or ``profile`` (``key`` = server or category);
     ``enricher`` names the enricher and its version; ``input_hash`` is the hash of what the

@@ -55,15 +55,7 @@ def _fail(url: str, why: str) -> ConfigError:
     )
 
 
-def parse_qdrant_url(url: str) -> QdrantTarget:
-    """Raises: ConfigError naming what is wrong with the URL and the accepted forms."""
-    parts = urlsplit(url)
-    if parts.scheme not in _SCHEMES:
-        raise _fail(url, f"unknown scheme {parts.scheme!r}")
-    options = dict(parse_qsl(parts.query, keep_blank_values=True))
-    unknown = sorted(set(options) - set(_INT_OPTIONS) - {"quantization"})
-    if unknown:
-        raise _fail(url, f"unknown option(s) {', '.join(unknown)}")
+def _int_options(url: str, options: dict[str, str]) -> dict[str, int]:
     values: dict[str, int] = {}
     for key, default in _INT_OPTIONS.items():
         raw = options.get(key)
@@ -73,6 +65,19 @@ def parse_qdrant_url(url: str) -> QdrantTarget:
             raise _fail(url, f"option {key}={raw!r} is not an integer") from None
         if values[key] < 0:
             raise _fail(url, f"option {key} is negative")
+    return values
+
+
+def parse_qdrant_url(url: str) -> QdrantTarget:
+    """Raises: ConfigError naming what is wrong with the URL and the accepted forms."""
+    parts = urlsplit(url)
+    if parts.scheme not in _SCHEMES:
+        raise _fail(url, f"unknown scheme {parts.scheme!r}")
+    options = dict(parse_qsl(parts.query, keep_blank_values=True))
+    unknown = sorted(set(options) - set(_INT_OPTIONS) - {"quantization"})
+    if unknown:
+        raise _fail(url, f"unknown option(s) {', '.join(unknown)}")
+    values = _int_options(url, options)
     quantization = options.get("quantization", "int8")
     if quantization not in ("int8", "none"):
         raise _fail(url, f"quantization={quantization!r} is not int8 or none")
