@@ -60,7 +60,7 @@ def build_index(engine: Engine, size: int) -> None:
     """Real tools through Engine.index; variants written with their base's perturbed vector."""
     tools = _tools(size)
     real = [t for t, base in tools if base is None]
-    from toolscout.ingest.sources import Loaded
+    from toolscout.models import Loaded
 
     engine.index([Loaded(source="bench", tools=real)])
     variants = [(t, base) for t, base in tools if base is not None]
@@ -149,7 +149,7 @@ def build_bench(size: int) -> dict[str, object]:
 def memory_bench(size: int) -> dict[str, object]:
     """Index a ``size``-tool catalog into a fresh store with a fresh (empty) vector cache."""
     tools = [t for t, _ in _tools(size)]  # real tools, then variants: all embedded for real
-    from toolscout.ingest.sources import Loaded
+    from toolscout.models import Loaded
 
     with tempfile.TemporaryDirectory() as tmp:
         engine = Engine.open(Settings(db=str(Path(tmp) / "m.db"), cache_dir=tmp))

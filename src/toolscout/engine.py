@@ -27,7 +27,6 @@ from toolscout.enrich.pipeline import EnrichmentPipeline, Fields
 from toolscout.enrich.service import EnrichmentService
 from toolscout.errors import EmptyIndex
 from toolscout.indexing import IndexWriter, Prepared, input_hash, plan_index, prepare
-from toolscout.ingest.sources import Loaded
 from toolscout.ingest.synclog import Inventory, inventory
 from toolscout.models import (
     ClassifyProgress,
@@ -35,6 +34,7 @@ from toolscout.models import (
     Filters,
     IndexReport,
     ItemType,
+    Loaded,
     SearchMode,
     SearchRequest,
     SearchResult,

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from toolscout.embed.base import Embedder
-from toolscout.ingest.sources import Loaded
-from toolscout.models import Filters, IndexReport, Problem, Tool
+from toolscout.models import Filters, IndexReport, Loaded, Problem, Tool
 from toolscout.search.document import DOCUMENT_VERSION, embed_text, lexical_fields
 from toolscout.search.text import ANALYZER_VERSION
 from toolscout.store.base import IndexEntry, Store

@@ -166,6 +166,15 @@ class Problem:
 
 
 @dataclass
+class Loaded:
+    """What a source produced: the tools it could read and the entries it skipped."""
+
+    source: str
+    tools: list[Tool] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+
+@dataclass
 class IndexReport:
     """What an indexing pass did: counts per outcome plus the skipped entries."""
 

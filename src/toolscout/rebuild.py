@@ -17,8 +17,7 @@ from typing import Any
 from toolscout.config import Settings
 from toolscout.engine import Engine, Progress
 from toolscout.errors import IngestError
-from toolscout.ingest.sources import Loaded
-from toolscout.models import IndexReport
+from toolscout.models import IndexReport, Loaded
 from toolscout.store.base import Store, open_store
 
 #: meta keys of the skill layer a rebuild keeps.

@@ -13,8 +13,7 @@ from test_store_contract import entry, unit
 from conftest import open_backend, with_options
 from toolscout.config import Settings
 from toolscout.errors import ConfigError
-from toolscout.ingest.sources import Loaded
-from toolscout.models import Tool
+from toolscout.models import Loaded, Tool
 from toolscout.rebuild import rebuild_index
 from toolscout.store.base import IndexEntry, IndexIdentity, Store, open_store
 

@@ -17,8 +17,7 @@ from toolscout.enrich.llm_enricher import LLMEnricher
 from toolscout.enrich.offline import OfflineEnricher, OfflineOptions
 from toolscout.enrich.pipeline import EnrichmentPipeline
 from toolscout.errors import ConfigError, QueryError
-from toolscout.ingest.sources import Loaded
-from toolscout.models import Tool
+from toolscout.models import Loaded, Tool
 
 
 def _load(tools: list[Tool]) -> list[Loaded]:

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from toolscout.config import Settings
 from toolscout.engine import Engine
-from toolscout.ingest.sources import Loaded
-from toolscout.models import ItemType, Tool
+from toolscout.models import ItemType, Loaded, Tool
 
 
 def _tool(server: str, name: str, description: str, *params: str, **kw: object) -> Tool:

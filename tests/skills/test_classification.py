@@ -6,8 +6,7 @@ import numpy as np
 from skills_catalog import CATALOG
 
 from toolscout.engine import Engine
-from toolscout.ingest.sources import Loaded
-from toolscout.models import ClassifyProgress, Tool, ToolHit
+from toolscout.models import ClassifyProgress, Loaded, Tool, ToolHit
 from toolscout.skills.centroid import weighted_centroid
 from toolscout.skills.classify import KEEP_FLOOR, PRIMARY_FLOOR
 

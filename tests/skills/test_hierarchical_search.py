@@ -11,8 +11,7 @@ from skills_catalog import CATALOG, build
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.errors import EmptyQuery, QueryError
-from toolscout.ingest.sources import Loaded
-from toolscout.models import ItemType, SearchRequest, Skill, SkillAssignment, Tool
+from toolscout.models import ItemType, Loaded, SearchRequest, Skill, SkillAssignment, Tool
 from toolscout.store.base import Classified
 
 STAGES = {

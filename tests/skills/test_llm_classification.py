@@ -15,8 +15,7 @@ from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.enrich.llm import OpenAICompatibleLLM, open_llm
 from toolscout.errors import ConfigError, EnrichError, SkillError
-from toolscout.ingest.sources import Loaded
-from toolscout.models import Tool
+from toolscout.models import Loaded, Tool
 
 Make = Callable[..., Engine]
 TOOL = Tool("acme::notify", "notify", "Post a short notice to the team channel.", server="acme")

@@ -24,8 +24,7 @@ from toolscout.eval.reports import report_payload, write_report
 from toolscout.eval.run import Report, evaluate, index_dataset
 from toolscout.gateway.formats import GroupBy, ProviderFormat, render
 from toolscout.ingest.jsonfile import CatalogFile, catalog_files
-from toolscout.ingest.sources import Loaded
-from toolscout.models import IndexReport, ItemType, SearchMode, Strategy
+from toolscout.models import IndexReport, ItemType, Loaded, SearchMode, Strategy
 from toolscout.rebuild import rebuild_index
 from toolscout.search.hybrid import check_query
 

@@ -16,7 +16,7 @@ from rich.progress import (
 
 from toolscout.cli import err_console
 from toolscout.errors import IngestError
-from toolscout.ingest.sources import Loaded
+from toolscout.models import Loaded
 
 
 def embedding_bar() -> Progress:

@@ -29,8 +29,7 @@ from toolscout.ingest.entries import (
     non_finite,
     parse_entry,
 )
-from toolscout.ingest.sources import Loaded
-from toolscout.models import ItemType, Problem
+from toolscout.models import ItemType, Loaded, Problem
 
 _LIST_KEYS = {
     "tools": ItemType.TOOL,

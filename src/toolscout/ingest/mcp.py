@@ -34,8 +34,7 @@ from mcp_types import METHOD_NOT_FOUND
 from toolscout.errors import IngestError
 from toolscout.ingest.entries import EntryError, parse_entry
 from toolscout.ingest.mcpconfig import ServerSpec
-from toolscout.ingest.sources import Loaded
-from toolscout.models import ItemType, Problem
+from toolscout.models import ItemType, Loaded, Problem
 
 log = logging.getLogger("toolscout.ingest.mcp")
 

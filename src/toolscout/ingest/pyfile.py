@@ -27,8 +27,7 @@ import griffe
 
 from toolscout.errors import IngestError
 from toolscout.ingest.pyschema import SchemaError, input_schema
-from toolscout.ingest.sources import Loaded
-from toolscout.models import JSON, Problem, Tool
+from toolscout.models import JSON, Loaded, Problem, Tool
 
 KINDS = ("mcptools", "gentools")
 MAX_FILE_BYTES = 1024 * 1024

@@ -2,19 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Protocol
 
-from toolscout.models import Problem, Tool
-
-
-@dataclass
-class Loaded:
-    """What a source produced: the tools it could read and the entries it skipped."""
-
-    source: str
-    tools: list[Tool] = field(default_factory=list)
-    problems: list[Problem] = field(default_factory=list)
+from toolscout.models import Loaded
 
 
 class Source(Protocol):

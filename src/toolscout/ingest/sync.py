@@ -32,9 +32,9 @@ from toolscout.ingest.mcpconfig import (
 )
 from toolscout.ingest.pyfile import SOURCE_PREFIX as TOOLS_PREFIX
 from toolscout.ingest.pyfile import ToolDirectory
-from toolscout.ingest.sources import Loaded, Source
+from toolscout.ingest.sources import Source
 from toolscout.ingest.synclog import record_sync
-from toolscout.models import JSON, Filters, Problem
+from toolscout.models import JSON, Filters, Loaded, Problem
 
 if TYPE_CHECKING:
     from toolscout.config import Settings

@@ -43,9 +43,10 @@ from toolscout.errors import IngestError, ToolscoutError
 from toolscout.ingest.jsonfile import CatalogFile
 from toolscout.ingest.mcp import McpSource, describe, is_change_notification
 from toolscout.ingest.pyfile import ToolDirectory
-from toolscout.ingest.sources import Loaded, Source
+from toolscout.ingest.sources import Source
 from toolscout.ingest.sync import SourceSet, SourceSummary, apply_listing, catalog_source
 from toolscout.ingest.synclog import record_sync
+from toolscout.models import Loaded
 
 log = logging.getLogger("toolscout.ingest.watch")
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from toolscout.ingest.sources import Loaded
-from toolscout.models import Problem, Tool
+from toolscout.models import Loaded, Problem, Tool
 
 
 def tool_catalog(
