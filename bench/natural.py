@@ -48,7 +48,7 @@ from toolscout.embed.base import DEFAULT_MODEL
 from toolscout.engine import Engine
 from toolscout.eval.metrics import mean, score_query
 from toolscout.ingest.jsonfile import CatalogFile
-from toolscout.models import HierarchicalRequest, SearchMode, Tool
+from toolscout.models import SearchMode, SearchRequest, Tool
 from toolscout.search.hybrid import HybridSearcher
 from toolscout.search.text import split_identifier, split_sentences
 
@@ -297,7 +297,7 @@ def run_multi_intent(db_dir: Path, model: str = DEFAULT_MODEL) -> dict[str, Any]
                 searcher.intents = _sentences  # type: ignore[method-assign]
             for strategy in ("direct", "hierarchical", "hybrid"):
                 for r in (r for r in rows if r["group"] == name):
-                    res = engine.find(HierarchicalRequest(
+                    res = engine.find(SearchRequest(
                         r["query"], limit=5, tool_threshold=0.0, strategy=strategy
                     ))  # fmt: skip
                     got = [h.tool.id for h in res.tools]

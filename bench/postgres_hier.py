@@ -4,7 +4,7 @@
     python bench/postgres_hier.py --sizes 100000 --ef-sweep 100 200 400 800 [--workdir DIR]
     python bench/postgres_hier.py --sizes 100000 --sql-lexical [--workdir DIR]
 
-What is timed is ``HierarchicalSearcher.find(HierarchicalRequest(query=q))`` with the request's
+What is timed is ``HierarchicalSearcher.find(SearchRequest(query=q))`` with the request's
 defaults (strategy ``hierarchical``, limit 5, skill_limit 3): what ``POST /api/v1/search`` runs,
 minus the HTTP layer and the query embedding. Query vectors are computed once beforehand with the
 packaged model and served from a dict to both stores, so the model's 8-30 ms are excluded.
@@ -70,7 +70,7 @@ from postgres import CHUNK, Vec, catalog_entries, load, percentiles, with_schema
 from toolscout.config import default_cache_dir
 from toolscout.embed.base import open_embedder
 from toolscout.embed.cache import CachedEmbedder
-from toolscout.models import HierarchicalRequest
+from toolscout.models import SearchRequest
 from toolscout.search.hierarchical import HierarchicalSearcher
 from toolscout.search.hybrid import HybridSearcher
 from toolscout.search.text import ANALYZER_VERSION, split_sentences
@@ -203,7 +203,7 @@ def time_queries(
         for q in queries:
             timed.spent.clear()
             t0 = time.perf_counter()
-            result = searcher.find(HierarchicalRequest(query=q))
+            result = searcher.find(SearchRequest(query=q))
             ms = (time.perf_counter() - t0) * 1000
             if not rep:
                 first.append(ms)

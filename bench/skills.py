@@ -29,7 +29,7 @@ from toolscout.engine import Engine
 from toolscout.errors import ConfigError
 from toolscout.eval.metrics import mean, percentile, score_query
 from toolscout.eval.run import index_dataset, load_queries
-from toolscout.models import HierarchicalRequest, Tool
+from toolscout.models import SearchRequest, Tool
 
 SHARED = SHARED_BENCH
 WORK = Path(os.environ.get("BENCH_DIR", "/tmp/toolscout-bench-skills"))
@@ -91,9 +91,7 @@ def quality(names: list[str]) -> None:
         fallbacks = 0
         for q in queries:
             for strategy in STRATEGIES:
-                req = HierarchicalRequest(
-                    q.text[:1000], limit=10, tool_threshold=0.0, strategy=strategy
-                )
+                req = SearchRequest(q.text[:1000], limit=10, tool_threshold=0.0, strategy=strategy)
                 res = engine.find(req)
                 rows[strategy].append(score_query([h.tool.id for h in res.tools], q.gold))
                 if strategy == "hierarchical":
@@ -273,7 +271,7 @@ def latency(target: int = 10000, runs: int = 300, kind: str = "long") -> None:
     inner: dict[str, list[float]] = {"direct": [], "hierarchical": []}
     for q in sample:
         for strategy in ("hierarchical", "direct"):
-            req = HierarchicalRequest(q, include_schemas=True, strategy=strategy)
+            req = SearchRequest(q, include_schemas=True, strategy=strategy)
             t = time.perf_counter()
             res = engine.find(req)
             times[strategy].append((time.perf_counter() - t) * 1000)

@@ -53,7 +53,7 @@ def test_a_calibration_with_other_features_is_refused_with_the_fix(tmp_path: Pat
 
 
 def test_a_request_model_with_other_features_degrades_to_approximate(tmp_path: Path) -> None:
-    """A stale request model must not stop the engine (nor bench/calibrate.py, which re-fits
+    """A stale request model must not stop the engine (nor bench/fit/calibrate.py, which re-fits
     it): hits keep their own probabilities, answerability is unknown, the status says why."""
     data = load_calibration().to_dict()
     data["models"]["hybrid"]["request"]["features"] = ["cosine", "standout", "lexical"]
@@ -61,7 +61,7 @@ def test_a_request_model_with_other_features_degrades_to_approximate(tmp_path: P
     path = tmp_path / "calibration.json"
     path.write_text(json.dumps(data))
     cal = load_calibration(path)
-    assert cal.stale and "bench/calibrate.py --write" in cal.stale
+    assert cal.stale and "bench/fit/calibrate.py --write" in cal.stale
     best = Evidence(cosine=0.05, standout=0.0, lexical=0.0, relative=1.0)
     assert cal.answerable("hybrid", best) == 1.0
     assert cal.status(_Named("whatever")).startswith("approximate: the request model for hybrid")

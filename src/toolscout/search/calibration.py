@@ -14,7 +14,7 @@ vector leg's closest tool, whichever hit the fusion put first (the best hit's BM
 * ``relative``: the fused score relative to the request's best (the ranking's own view).
 
 The model is fitted on the *training* requests of ``data/natural`` (their tools and catalogs are
-disjoint from every reported test set) by ``python bench/calibrate.py --write``, which writes
+disjoint from every reported test set) by ``python bench/fit/calibrate.py --write``, which writes
 ``calibration.json`` beside this module with the embedding model's name and the sha256 of its
 graph. Cosines of another model mean something else: with any other active model the scores
 still rank the same, but their probabilities are approximate and a request is flagged
@@ -22,7 +22,7 @@ still rank the same, but their probabilities are approximate and a request is fl
 and every search reports it in ``metadata["calibration"]``.
 
 ``no_match_below``: a request whose ``P(answerable)`` is below it is flagged ``no_match``. It was
-chosen on dev requests (at most 5 % of answerable dev requests flagged; bench/calibrate.py).
+chosen on dev requests (at most 5 % of answerable dev requests flagged; bench/fit/calibrate.py).
 """
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ class Calibration:
                 if list(row["features"]) != list(names):
                     raise ConfigError(
                         f"calibration features for {mode} are {row['features']!r}, this code "
-                        f"computes {list(names)}; re-fit with `python bench/calibrate.py`"
+                        f"computes {list(names)}; re-fit with `python bench/fit/calibrate.py`"
                     )
                 coef = tuple(float(c) for c in row["coef"])
                 if len(coef) != len(names):
@@ -183,7 +183,7 @@ class Calibration:
                     stale = (
                         f"the request model for {mode} uses {request['features']!r}, this code "
                         f"computes {list(REQUEST_FEATURES[mode])}; re-fit with "
-                        "`python bench/calibrate.py --write`"
+                        "`python bench/fit/calibrate.py --write`"
                     )
                     request_coef = ()
                 models[mode] = ModeModel(

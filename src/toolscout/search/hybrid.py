@@ -131,7 +131,7 @@ class HybridSearcher:
             log.warning(
                 "scores are %s: they rank correctly but their probabilities are approximate "
                 "and no_match is flagged only when nothing is found; re-fit with "
-                "`python bench/calibrate.py --write`",
+                "`python bench/fit/calibrate.py --write`",
                 self.calibration_status,
             )
         # Only stores whose reads gain from overlapping get the threads.

@@ -1,6 +1,6 @@
 """Re-fit the score calibration (src/toolscout/search/calibration.json) for the current model.
 
-    python bench/calibrate.py --write [--embed-model local:tool-minilm-l6] [--max-train 300]
+    python bench/fit/calibrate.py --write [--embed-model local:tool-minilm-l6] [--max-train 300]
 
 The fit is for the embedding model the engine opens by default (or ``--embed-model``); the file
 records its name and the sha256 of its graph, and a search with any other model reports its
@@ -18,7 +18,7 @@ model.
      *other* training sources searched over this catalog (APIs of another domain; a rare
      accidental fit there is label noise).
 2. Fit, per search mode, the two logistic models on those rows. A hit's score is their product.
-   (Other request-level signals, measured and not used: bench/abstention_ceiling.py.)
+   (Other request-level signals were measured and not used; see git history.)
 3. Choose ``no_match_below`` (a bound on ``P(answerable)``) per mode on **dev** requests only:
    the highest threshold that flags at most 5 % of the answerable dev requests, pooled (the
    odd ids of the paraphrase and single-intent sets, the dev splits of data/natural, the
@@ -44,7 +44,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# The shared loaders (natural.py) live one folder up, beside the product benchmarks.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from natural import (
     ROOT,
@@ -380,7 +381,7 @@ def main() -> int:
         print(f"baseline {name}: cut {cut:.3f}; no-match dev flagged {100 * dev:.1f} %, "
               f"held-out {100 * test:.1f} %", flush=True)  # fmt: skip
     provenance = (
-        f"bench/calibrate.py --write --embed-model {model} --max-train {args.max_train} "
+        f"bench/fit/calibrate.py --write --embed-model {model} --max-train {args.max_train} "
         f"--max-dev {args.max_dev} --max-foreign {args.max_foreign}: "
         f"{sum(len(r) for r in rows.values())} hit rows and "
         f"{sum(len(r) for r in request_rows.values())} request rows from the data/natural "

