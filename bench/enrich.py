@@ -1,4 +1,4 @@
-"""Enrichment gain and cost (issue 6): hit@3 / nDCG@10 with and without enrichment, same run.
+"""Enrichment gain and cost: hit@3 / nDCG@10 with and without enrichment, same run.
 
     python bench/enrich.py                         # hybrid, none vs offline, both sets
     python bench/enrich.py --mode bm25             # lexical leg only (fast: no embedding)

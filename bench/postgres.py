@@ -1,4 +1,4 @@
-"""PostgreSQL + pgvector vs the embedded SQLite store, same machine, same run (issue 7).
+"""PostgreSQL + pgvector vs the embedded SQLite store, same machine, same run.
 
     python bench/postgres.py --sizes 10000 100000 --queries 200 [--pg-url URL]
 

@@ -1,4 +1,4 @@
-"""Hierarchical search on PostgreSQL vs the embedded SQLite store, same machine, same run (issue 7).
+"""Hierarchical search on PostgreSQL vs the embedded SQLite store, same machine, same run.
 
     python bench/postgres_hier.py --sizes 10000 100000 [--queries 200] [--workdir DIR]
     python bench/postgres_hier.py --sizes 100000 --ef-sweep 100 200 400 800 [--workdir DIR]

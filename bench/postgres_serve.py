@@ -1,4 +1,4 @@
-"""REST throughput: ``toolscout serve --workers 2`` on PostgreSQL vs on the SQLite file (issue 7).
+"""REST throughput: ``toolscout serve --workers 2`` on PostgreSQL vs on the SQLite file.
 
     python bench/postgres_serve.py --size 10000 --connections 64 --seconds 30
 

@@ -1,4 +1,4 @@
-"""Skills and hierarchical search benchmarks (issue 3). Run by hand; figures go to
+"""Skills and hierarchical search benchmarks. Run by hand; figures go to
 docs/BENCHMARKS.md section 3.
 
     python bench/skills.py quality toolbench_stable seal_tools   # hit@3, nDCG@10 per strategy

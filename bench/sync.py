@@ -1,4 +1,4 @@
-"""Sync benchmarks (issue 5): freshness under the watcher, and no-change / 1 %-changed syncs.
+"""Sync benchmarks: freshness under the watcher, and no-change / 1 %-changed syncs.
 
     python bench/sync.py freshness [--edits 20] [--debounce-ms 100]
     python bench/sync.py catalog --catalog bench/out/catalog_10k.jsonl [--changed 0.01]

@@ -1,4 +1,4 @@
-"""The search contract of issue 3: stages, fallbacks, thresholds, strategies, validation."""
+"""The search contract: stages, fallbacks, thresholds, strategies, validation."""
 
 from __future__ import annotations
 
