@@ -259,6 +259,12 @@ class Settings(BaseSettings):
         return tuple(sources)
 
 
+def qdrant_api_key() -> str | None:
+    """The Qdrant server's API key (``QDRANT_API_KEY``, the variable Qdrant's own tools read);
+    kept out of the store URL so that it never lands in logs or ``toolscout info``."""
+    return os.environ.get("QDRANT_API_KEY") or None
+
+
 def load_settings(**overrides: Any) -> Settings:
     """Build Settings; ``None`` overrides are ignored so CLI defaults do not mask env vars.
 

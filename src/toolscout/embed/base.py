@@ -117,11 +117,7 @@ def open_embedder(
 
         from toolscout.embed.onnx import load_folder
 
-        n = (
-            threads
-            or int(os.environ.get("TOOLSCOUT_EMBED_THREADS", "0"))
-            or min(2, os.cpu_count() or 1)
-        )
+        n = threads or min(2, os.cpu_count() or 1)
         return load_folder(model, n)
     from toolscout.embed.remote import RemoteEmbedder
 

@@ -146,11 +146,7 @@ def load_local(
         )
     if query_encoder not in ("int8", "exact"):
         raise ConfigError(f"query_encoder must be 'int8' or 'exact'; got {query_encoder!r}")
-    n = (
-        threads
-        or int(os.environ.get("TOOLSCOUT_EMBED_THREADS", "0"))
-        or min(2, os.cpu_count() or 1)
-    )
+    n = threads or min(2, os.cpu_count() or 1)
     canonical = known[model]
     with _LOCK:
         key = (canonical, n, query_encoder if canonical == STOCK_MODEL else "")

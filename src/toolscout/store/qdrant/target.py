@@ -14,11 +14,11 @@ and re-scores candidates with the original vectors), ``on_disk`` (0/1: original 
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
+from toolscout.config import qdrant_api_key
 from toolscout.errors import ConfigError
 
 _INT_OPTIONS = {"hnsw_m": 16, "hnsw_ef_construct": 200, "ef": 256, "on_disk": 0, "timeout": 10}
@@ -104,7 +104,7 @@ def parse_qdrant_url(url: str) -> QdrantTarget:
         port=port,
         https=parts.scheme == "qdrants",
         path=folder,
-        api_key=os.environ.get("QDRANT_API_KEY") or None,
+        api_key=qdrant_api_key(),
         hnsw_m=values["hnsw_m"],
         hnsw_ef_construct=values["hnsw_ef_construct"],
         ef=values["ef"],
