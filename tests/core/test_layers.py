@@ -1,4 +1,4 @@
-"""The house rules the folder tree promises: layers without circles, environment read in one place."""
+"""House rules the folder tree promises: layers without circles, environment read in one place."""
 
 from __future__ import annotations
 
