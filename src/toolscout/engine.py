@@ -184,7 +184,7 @@ class Engine:
 
     def cached_find(self, request: SearchRequest) -> SearchResult | None:
         """The answer ``find`` would give from the result cache alone, or None (no search
-        runs); a :class:`~toolscout.search.gate.SearchGate` asks this before queueing.
+        runs); a :class:`~toolscout.api.gate.SearchGate` asks this before queueing.
 
         Raises:
             QueryError: naming the invalid field.

@@ -16,6 +16,7 @@ from fastapi.testclient import TestClient
 from mcp import Client
 
 from conftest import ADMIN, LOOPBACK, Launched
+from toolscout.api.gate import SearchGate
 from toolscout.api.guard import host_name
 from toolscout.api.http import create_app
 from toolscout.api.mcp import create_mcp_server
@@ -23,7 +24,6 @@ from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.errors import Overloaded
 from toolscout.models import SearchRequest
-from toolscout.search.gate import SearchGate
 
 REMOTE = ("203.0.113.7", 50000)
 

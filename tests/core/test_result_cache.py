@@ -8,11 +8,11 @@ from pathlib import Path
 import anyio
 import anyio.from_thread
 
+from toolscout.api.gate import SearchGate
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.ingest.jsonfile import CatalogFile
 from toolscout.models import SearchRequest
-from toolscout.search.gate import SearchGate
 
 TOOLS = [
     {"name": "send_email", "server": "mail", "description": "Send an email message."},

@@ -16,7 +16,7 @@ for the requests it lets through and refuses the others before their bodies are 
 3. Body size. ``Content-Length`` above ``max_body_bytes`` is refused at once; a chunked body is
    counted as it arrives and cut off at the limit.
 
-How many searches a process runs and queues is the :class:`~toolscout.search.gate.SearchGate`'s
+How many searches a process runs and queues is the :class:`~toolscout.api.gate.SearchGate`'s
 business (one for REST and MCP alike); this module bounds what reaches it.
 
 The uvicorn side (slow clients, keep-alive, connection caps) is :func:`uvicorn_limits`.

@@ -23,6 +23,7 @@ from threadpoolctl import threadpool_limits
 
 from toolscout.api.auth import Access, KeyPolicy, bearer_token, check_access
 from toolscout.api.errors import body_for, error_body, validation_body
+from toolscout.api.gate import SearchGate
 from toolscout.api.guard import (
     Guard,
     GuardConfig,
@@ -49,7 +50,6 @@ from toolscout.errors import Overloaded, ToolscoutError
 from toolscout.gateway.formats import GroupBy, ProviderFormat, render
 from toolscout.models import ItemType, SearchMode, SearchResult, Strategy
 from toolscout.models import SearchRequest as CoreRequest
-from toolscout.search.gate import SearchGate
 
 log = logging.getLogger("toolscout.api")
 
@@ -309,7 +309,7 @@ def create_app(
     gate: SearchGate | None = None,
 ) -> FastAPI:
     """The REST API over ``engine``, with MCP's streamable HTTP transport at ``/mcp`` (one
-    port, one :class:`~toolscout.search.gate.SearchGate` for both); keys and limits come from
+    port, one :class:`~toolscout.api.gate.SearchGate` for both); keys and limits come from
     ``settings``.
 
     With ``own_engine`` the app closes the engine when it shuts down.

@@ -5,7 +5,7 @@ description, score; run with ``name="pytools"`` it replaces freeact's basic sear
 configuration) and adds the search contract's fields (``id`` for ``get_tool_schema``,
 ``type``, ``skill_ids``, ``primary_skill_id``) and its request fields ``strategy``,
 ``item_type`` and ``min_score``: it is ``Engine.find``, run through the server's
-:class:`~toolscout.search.gate.SearchGate` like the REST routes, so the same request gives the
+:class:`~toolscout.api.gate.SearchGate` like the REST routes, so the same request gives the
 same answer at every door. MCP tools here only read, and the HTTP transport is wrapped in the
 same key policy as the REST API.
 """
@@ -30,11 +30,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolscout.api.auth import Access, KeyPolicy, bearer_token, check_access
 from toolscout.api.errors import body_for, mcp_message
+from toolscout.api.gate import CORES, SearchGate
 from toolscout.api.guard import DEFAULT_MAX_BODY, Guard, GuardConfig, allowed_host_names
 from toolscout.engine import Engine
 from toolscout.errors import AccessDenied, EmptyIndex, QueryError, StoreError, ToolscoutError
 from toolscout.models import SearchRequest
-from toolscout.search.gate import CORES, SearchGate
 
 T = TypeVar("T")
 #: What a ``scope`` may name, in the order it is looked up.

@@ -48,9 +48,9 @@ def serve_gateway(
     Raises:
         ConfigError: an invalid policy or audit log setting.
     """
+    from toolscout.api.gate import SearchGate
     from toolscout.gateway.factory import build_gateway
     from toolscout.gateway.server import GatewayLifespan, create_gateway_server
-    from toolscout.search.gate import SearchGate
 
     gateway = build_gateway(engine, settings, servers)
     gate = SearchGate.for_settings(engine, settings)

@@ -224,10 +224,10 @@ def mcp(
 ) -> None:
     """Serve MCP tools search_tools, get_tool_schema, list_skills, search_skills; in gateway
     mode also get_tool_schemas and call_tool."""
+    from toolscout.api.gate import SearchGate
     from toolscout.api.http import limit_blas_threads
     from toolscout.api.mcp import create_mcp_server
     from toolscout.cli.gateway import gateway_servers, serve_gateway
-    from toolscout.search.gate import SearchGate
 
     limit_blas_threads()
     s = settings(db)

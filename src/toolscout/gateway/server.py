@@ -31,12 +31,12 @@ from pydantic import BaseModel, Field
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolscout.api.errors import mcp_message
+from toolscout.api.gate import SearchGate
 from toolscout.api.mcp import READ_ONLY, create_mcp_server
 from toolscout.engine import Engine
 from toolscout.errors import ToolNotFound, ToolscoutError
 from toolscout.gateway.service import Gateway
 from toolscout.models import Tool
-from toolscout.search.gate import SearchGate
 
 log = logging.getLogger("toolscout.gateway")
 

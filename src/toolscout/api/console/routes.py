@@ -3,7 +3,7 @@
 Served by ``toolscout serve`` on the API's port. Every handler checks access the way the REST
 API does (:mod:`toolscout.api.console.access`), then makes one engine call per page section and
 renders a template, on a worker thread, so the synchronous engine never blocks the event loop.
-A page that searches takes a slot of the server's :class:`~toolscout.search.gate.SearchGate`,
+A page that searches takes a slot of the server's :class:`~toolscout.api.gate.SearchGate`,
 like REST and MCP searches: under overload it answers 503 at once instead of adding work.
 Skills and evaluations live in their own modules.
 """
@@ -22,11 +22,11 @@ from toolscout.api.console import evaluations, governance
 from toolscout.api.console.access import COOKIE, check_key, check_read, session_token
 from toolscout.api.console.render import error_page, page, static
 from toolscout.api.console.status import recent_errors, summarise
+from toolscout.api.gate import SearchGate
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.errors import AccessDenied, QueryError, ToolscoutError
 from toolscout.models import SearchMode
-from toolscout.search.gate import SearchGate
 
 STRATEGIES = ("hierarchical", "direct", "hybrid", "flat")
 PAGE_SIZE = 50
