@@ -18,8 +18,8 @@ from toolscout.errors import ConfigError
 from toolscout.models import Filters, Tool
 from toolscout.store.base import IndexEntry, IndexIdentity
 from toolscout.store.postgres import PostgresStore
-from toolscout.store.qdrant import QdrantVectorLeg, parse_qdrant_url
-from toolscout.store.qdrant.leg import SCHEMA, point_id
+from toolscout.store.postgres.vector.qdrant import QdrantVectorLeg, parse_qdrant_url
+from toolscout.store.postgres.vector.qdrant.leg import SCHEMA, point_id
 
 pytestmark = pytest.mark.postgres
 IDENTITY = IndexIdentity("test-embedder", 8, "a2")

@@ -72,7 +72,7 @@ class PgTarget:
     exact_below: int
     postings_cache: int
     postings_warm: int
-    #: A ``qdrant://`` URL when Qdrant holds the vector leg (``toolscout.store.qdrant``).
+    #: A ``qdrant://`` URL when Qdrant holds the vector leg (``store/postgres/vector/qdrant``).
     vectors: str | None = None
 
 
@@ -180,7 +180,7 @@ def connect_once(target: PgTarget) -> Conn:
         ) from exc
 
 
-#: The HNSW index is built over ``halfvec`` (store/postgres_vector.py), new in pgvector 0.7.
+#: The HNSW index is built over ``halfvec`` (vector/pgvector.py), new in pgvector 0.7.
 MIN_PGVECTOR = (0, 7)
 
 

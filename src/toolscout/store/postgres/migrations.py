@@ -135,7 +135,7 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             # Bumped by every write transaction: what per-process caches (tool counts) key on,
             # so a write by any process invalidates them in all.
             "ALTER TABLE lexical_stats ADD COLUMN version bigint NOT NULL DEFAULT 0",
-            # An existing HNSW graph is rebuilt with ef_construction 200 (store/postgres_vector).
+            # An existing HNSW graph is rebuilt with ef_construction 200 (vector/pgvector.py).
             "SET LOCAL maintenance_work_mem = '1GB'",
             """DO $$ BEGIN
                 IF to_regclass('tools_embedding_hnsw') IS NOT NULL THEN
@@ -150,7 +150,7 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
     (
         4,
         [
-            # The HNSW graph indexes half-precision vectors (store/postgres_vector.py): same
+            # The HNSW graph indexes half-precision vectors (vector/pgvector.py): same
             # recall, about half the search time. An existing graph is rebuilt.
             "SET LOCAL maintenance_work_mem = '1GB'",
             """DO $$ DECLARE dim integer; BEGIN

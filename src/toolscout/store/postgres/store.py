@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 from collections.abc import Hashable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -40,10 +40,8 @@ from toolscout.store.postgres.conn import open_pool, parse_url, prepare_database
 from toolscout.store.postgres.database import PostgresDatabase
 from toolscout.store.postgres.lexical import PostgresLexical, document_terms
 from toolscout.store.postgres.runs import RunLock, replace_schema, staging_url
-from toolscout.store.postgres.vector import PgVectorLeg
-
-if TYPE_CHECKING:
-    from toolscout.store.qdrant import QdrantVectorLeg
+from toolscout.store.postgres.vector.base import VectorLeg
+from toolscout.store.postgres.vector.pgvector import PgVectorLeg
 from toolscout.store.sql import SQLStore
 
 #: Filtered counts remembered per process (a search uses a handful of distinct filters).
@@ -81,9 +79,9 @@ class PostgresStore(SQLStore):
         self.database = PostgresDatabase(self._target, open_pool(self._target, search_path))
         super().__init__(self.database)
         self._counts: dict[tuple[str, str], tuple[int, int]] = {}
-        self.vector_leg: PgVectorLeg | QdrantVectorLeg
+        self.vector_leg: VectorLeg
         if self._target.vectors:
-            from toolscout.store.qdrant import QdrantVectorLeg, parse_qdrant_url
+            from toolscout.store.postgres.vector.qdrant import QdrantVectorLeg, parse_qdrant_url
 
             self.vector_leg = QdrantVectorLeg(
                 self.database,
@@ -136,15 +134,9 @@ class PostgresStore(SQLStore):
         self._mirror_bound()
 
     def _mirror_bound(self) -> None:
-        """With Qdrant as the vector leg, its collections exist once a dimension is bound."""
-        if self._qdrant is not None and self.vector_leg.dim is not None:
-            self._qdrant.ensure_collections(self.vector_leg.dim)
-
-    @property
-    def _qdrant(self) -> QdrantVectorLeg | None:
-        """The Qdrant leg when it is the vector leg: every write is mirrored to it after
-        PostgreSQL commits (``toolscout.store.qdrant.leg`` explains the repair of gaps)."""
-        return None if isinstance(self.vector_leg, PgVectorLeg) else self.vector_leg
+        """A leg outside PostgreSQL prepares for the dimension once one is bound."""
+        if self.vector_leg.dim is not None:
+            self.vector_leg.bind(self.vector_leg.dim)
 
     def _check_identity(self, identity: IndexIdentity) -> None:
         current = self.identity()
@@ -169,10 +161,10 @@ class PostgresStore(SQLStore):
         ConfigError: the vector leg is in Qdrant, whose collections cannot be built beside
             the live ones and swapped in one step with the schema (nothing is changed).
         StoreError."""
-        if self._qdrant is not None:
+        if self.vector_leg.elsewhere is not None:
             raise ConfigError(
                 f"index --rebuild cannot build beside the live index when its vectors are in "
-                f"Qdrant ({self._qdrant.target.display}): a Qdrant collection cannot be swapped "
+                f"Qdrant ({self.vector_leg.elsewhere}): a Qdrant collection cannot be swapped "
                 f"with the PostgreSQL schema in one step. The index was left as it was. Build "
                 f"the new index under another schema= and Qdrant collection and point "
                 f"TOOLSCOUT_DB and TOOLSCOUT_VECTORS at it when it is done, or run "
@@ -207,8 +199,7 @@ class PostgresStore(SQLStore):
             )
             conn.execute("DELETE FROM meta WHERE key = 'identity'")
         self.vector_leg.dim = None
-        if self._qdrant is not None:
-            self._qdrant.reset()
+        self.vector_leg.reset()
 
     def bulk(self) -> AbstractContextManager[None]:
         """Load many tools at once (the HNSW index is rebuilt once at the end).
@@ -299,8 +290,7 @@ class PostgresStore(SQLStore):
             big = live is not None and int(live[0]) > self._target.exact_below
             if big and not self.vector_leg.in_bulk:
                 self.vector_leg.ensure_index(conn)
-        if self._qdrant is not None:
-            self._qdrant.written(ids)
+        self.vector_leg.written(ids)
 
     def delete(self, ids: Sequence[str]) -> int:
         """Raises: StoreError."""
@@ -315,30 +305,27 @@ class PostgresStore(SQLStore):
             conn.execute("DELETE FROM tool_skills WHERE tool_id = ANY(%s)", (wanted,))
             conn.execute("DELETE FROM tool_classification WHERE tool_id = ANY(%s)", (wanted,))
             conn.execute("UPDATE lexical_stats SET live_rows = live_rows - %s", (len(gone),))
-        if self._qdrant is not None:
-            self._qdrant.written(wanted)
+        self.vector_leg.written(wanted)
         return len(gone)
 
     def replace_assignments(self, results: Sequence[Classified]) -> set[str]:
         """Raises: StoreError."""
         changed = super().replace_assignments(results)
-        if self._qdrant is not None:  # the skill_ids payload filters stage 2
-            self._qdrant.written([r.tool_id for r in results])
+        # An outside leg filters stage 2 by a skill_ids payload: it must follow.
+        self.vector_leg.written([r.tool_id for r in results])
         return changed
 
     def set_skill_vectors(self, vectors: Mapping[str, NDArray[np.float32] | None]) -> None:
         """Raises: StoreError."""
         super().set_skill_vectors(vectors)
-        if self._qdrant is not None:
-            self._qdrant.skills_changed(vectors)
+        self.vector_leg.skills_changed(vectors)
 
     def skill_vectors(self) -> dict[str, NDArray[np.float32]]:
         """Stage 1's centroids: from the skills collection when Qdrant is the vector leg.
 
         Raises: StoreError."""
-        if self._qdrant is not None:
-            return self._qdrant.skill_vectors()
-        return super().skill_vectors()
+        held = self.vector_leg.skill_vectors()
+        return held if held is not None else super().skill_vectors()
 
     # -- reads ------------------------------------------------------------------------------
     def count(self, filters: Filters | None = None) -> int:
@@ -401,6 +388,5 @@ class PostgresStore(SQLStore):
     def close(self) -> None:
         """Stop preloading postings, close the connection pool (and the Qdrant client)."""
         self.lexical_leg.close()
-        if self._qdrant is not None:
-            self._qdrant.close()
+        self.vector_leg.close()
         self.database.close()

@@ -6,7 +6,7 @@ upkeep (built when the table outgrows ``exact_below``, dropped and rebuilt aroun
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -45,7 +45,11 @@ def hnsw_index_sql(dim: int) -> str:
 
 
 class PgVectorLeg:
-    """``nearest``, ``vectors`` and the HNSW index's upkeep."""
+    """``nearest``, ``vectors`` and the HNSW index's upkeep, over the rows themselves (so the
+    follow-up hooks of :class:`~toolscout.store.postgres.vector.base.VectorLeg` have nothing
+    to do)."""
+
+    elsewhere: str | None = None
 
     def __init__(self, db: PostgresDatabase, identity: Callable[[], IndexIdentity | None]) -> None:
         self.db = db
@@ -202,3 +206,22 @@ class PgVectorLeg:
             binary=True,
         )
         return {str(r[0]): r[1] for r in rows}
+
+    # -- follow-up hooks: the rows are the vectors, nothing to follow -----------------------------
+    def bind(self, dim: int) -> None:
+        pass
+
+    def written(self, tool_ids: Sequence[str]) -> None:
+        pass
+
+    def skills_changed(self, vectors: Mapping[str, NDArray[np.float32] | None]) -> None:
+        pass
+
+    def skill_vectors(self) -> dict[str, NDArray[np.float32]] | None:
+        return None
+
+    def reset(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass

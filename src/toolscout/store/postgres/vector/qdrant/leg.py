@@ -37,8 +37,8 @@ from toolscout.models import Filters, Scored
 from toolscout.store.base import IndexIdentity
 from toolscout.store.postgres.conn import Conn
 from toolscout.store.postgres.database import PostgresDatabase
-from toolscout.store.postgres.vector import PgVectorLeg
-from toolscout.store.qdrant.target import QdrantTarget
+from toolscout.store.postgres.vector.pgvector import PgVectorLeg
+from toolscout.store.postgres.vector.qdrant.target import QdrantTarget
 
 #: Bumped when the collections' layout changes; an older collection is rebuilt from PostgreSQL.
 SCHEMA = 1
@@ -114,6 +114,14 @@ class QdrantVectorLeg:
             raise StoreError(f"Qdrant at {target.display} could not be opened: {exc}") from exc
 
     # -- the PostgreSQL side's state -------------------------------------------------------
+    @property
+    def elsewhere(self) -> str | None:
+        return self.target.display
+
+    def bind(self, dim: int) -> None:
+        """Create the collections for ``dim`` (checked when they exist). Raises: StoreError."""
+        self.ensure_collections(dim)
+
     @property
     def dim(self) -> int | None:
         return self.pg.dim
