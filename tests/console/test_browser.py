@@ -46,8 +46,8 @@ def test_search_shows_the_expected_tool_and_its_evidence(page: Any, served: Serv
     fresh.close()
 
 
-def test_flat_bm25_search_has_no_vector_evidence(page: Any, served: Served) -> None:
-    page.goto(served.url + "/?q=create+issue&strategy=flat&mode=bm25&limit=3")
+def test_a_bm25_search_has_no_vector_evidence_for_every_strategy(page: Any, served: Served) -> None:
+    page.goto(served.url + "/?q=create+issue&strategy=hierarchical&mode=bm25&limit=3")
     first = page.locator("li.hit").first
     expect(first.locator(".tool-id")).to_have_text("github::create_issue")
     vector = first.locator(".evidence").get_by_role("row", name=re.compile("vector"))

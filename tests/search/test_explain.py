@@ -13,6 +13,7 @@ from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.errors import QueryError
 from toolscout.ingest.jsonfile import CatalogFile
+from toolscout.models import SearchMode, SearchRequest
 
 STARTER = Path(str(resources.files("toolscout.data").joinpath("starter_catalog.json")))
 
@@ -26,8 +27,8 @@ def starter(tmp_path_factory: pytest.TempPathFactory, vector_cache: Path) -> Ite
     engine.close()
 
 
-def test_flat_hybrid_contributions_add_up_to_each_hits_score(starter: Engine) -> None:
-    found = starter.explain("send an email to a colleague", strategy="flat", limit=8)
+def test_direct_hybrid_contributions_add_up_to_each_hits_score(starter: Engine) -> None:
+    found = starter.explain("send an email to a colleague", strategy="direct", limit=8)
     plain = starter.search("send an email to a colleague", limit=8)
     assert [h.tool.id for h in found.hits] == [h.tool.id for h in plain.hits]
     assert found.lexical_weight + found.vector_weight == pytest.approx(1.0)
@@ -42,7 +43,7 @@ def test_flat_hybrid_contributions_add_up_to_each_hits_score(starter: Engine) ->
 
 
 def test_matched_terms_list_query_words_found_in_each_field(starter: Engine) -> None:
-    found = starter.explain("create issue", strategy="flat", mode="bm25", limit=3)
+    found = starter.explain("create issue", strategy="direct", mode="bm25", limit=3)
     top = found.hits[0]
     assert top.tool.id == "github::create_issue"
     assert set(top.matched_terms["name"]) == set(found.tokens) & {"creat", "issu"}
@@ -64,7 +65,21 @@ def test_hierarchical_hits_name_the_skills_that_routed_them(starter: Engine) -> 
             assert hit.note is not None and "safety net" in hit.note
 
 
-def test_a_server_filter_outside_the_flat_strategy_names_the_field(starter: Engine) -> None:
+@pytest.mark.parametrize("strategy", ["direct", "hierarchical", "hybrid"])
+def test_every_parameter_reaches_the_search_whatever_the_strategy(
+    starter: Engine, strategy: str
+) -> None:
+    found = starter.explain("create issue", strategy=strategy, mode="bm25", server="github")
+    plain = starter.find(
+        SearchRequest("create issue", strategy=strategy, mode="bm25", limit=5, servers=("github",))
+    )
+    assert found.mode is SearchMode.BM25
+    assert found.hits and all(h.tool.server == "github" for h in found.hits)
+    assert [h.tool.id for h in found.hits] == [h.tool.id for h in plain.tools]
+    assert all(h.vector.weight == 0.0 for h in found.hits)
+
+
+def test_an_unknown_strategy_is_named(starter: Engine) -> None:
     with pytest.raises(QueryError) as caught:
-        starter.explain("weather", strategy="direct", server="weather")
-    assert caught.value.field == "server"
+        starter.explain("weather", strategy="flat")
+    assert caught.value.field == "strategy"

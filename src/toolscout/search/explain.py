@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from toolscout.errors import QueryError
 from toolscout.models import (
     Filters,
     ItemType,
@@ -28,6 +27,7 @@ from toolscout.models import (
 )
 from toolscout.search.document import lexical_fields
 from toolscout.search.hybrid import HybridSearcher
+from toolscout.search.request import validate
 from toolscout.search.text import identifier_key, query_tokens
 from toolscout.store.base import Store
 
@@ -251,44 +251,31 @@ def explain(
 ) -> Explanation:
     """Run one search as the engine answers it and explain every hit.
 
-    ``strategy`` is one of the search contract's (hierarchical, direct, hybrid), or ``flat``
-    for the core search with a ``mode`` (bm25, vector, hybrid) and a ``server`` filter.
+    Every parameter reaches the search: ``strategy`` (hierarchical, direct, hybrid), ``mode``
+    (bm25, vector, hybrid), ``server`` and ``item_type`` filters.
 
     Raises:
         QueryError: naming the invalid field. StoreError, EmbedError.
     """
-    if strategy == "flat":
-        result = engine.search(
+    request = validate(
+        SearchRequest(
             query,
-            mode=mode,
-            limit=limit,
-            servers=[server] if server else None,
-            item_type=item_type,
-            include_schemas=True,
-        )
-        ranked = [RankedTool(h.tool, h.score, h.skill_ids, h.schema) for h in result.tools]
-        used_mode, matched = SearchMode(mode), []
-        filters = Filters(
-            servers=(server,) if server else None,
-            item_types=(ItemType(item_type),) if item_type else None,
-        )
-        metadata: dict[str, object] = dict(result.metadata)
-    else:
-        if server:
-            raise QueryError("server", "filters the flat strategy only; choose strategy flat")
-        request = SearchRequest(
-            query,
-            item_type=item_type,  # a string is validated by find
-            limit=limit,
-            include_schemas=True,
             strategy=strategy,
+            mode=mode,
+            item_type=item_type,
+            limit=limit,
+            include_schemas=True,
+            servers=(server,) if server else None,
         )
-        found = engine.find(request)
-        ranked = [RankedTool(h.tool, h.score, h.skill_ids, h.schema) for h in found.tools]
-        used_mode, matched = SearchMode.HYBRID, list(found.matched_skills)
-        # find validated item_type already
-        filters = Filters(item_types=(ItemType(item_type),) if item_type else None)
-        metadata = dict(found.metadata)
+    )
+    found = engine.find(request)
+    ranked = [RankedTool(h.tool, h.score, h.skill_ids, h.schema) for h in found.tools]
+    used_mode, matched = SearchMode(request.mode), list(found.matched_skills)
+    filters = Filters(
+        servers=request.servers,
+        item_types=(ItemType(request.item_type),) if request.item_type else None,
+    )
+    metadata: dict[str, object] = dict(found.metadata)
     hits, tokens, (lw, vw) = explain_hits(
         engine.store,
         engine.searcher,

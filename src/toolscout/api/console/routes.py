@@ -28,7 +28,7 @@ from toolscout.engine import Engine
 from toolscout.errors import AccessDenied, QueryError, ToolscoutError
 from toolscout.models import SearchMode
 
-STRATEGIES = ("hierarchical", "direct", "hybrid", "flat")
+STRATEGIES = ("hierarchical", "direct", "hybrid")
 PAGE_SIZE = 50
 
 
