@@ -283,7 +283,7 @@ class SearchRequest:
     skill_threshold: float = 0.4
     tool_threshold: float = 0.0
     include_schemas: bool = False
-    strategy: Strategy | str = Strategy.HIERARCHICAL
+    strategy: Strategy | str = Strategy.DIRECT
     min_score: float = 0.0
     mode: SearchMode | str = SearchMode.HYBRID
     servers: tuple[str, ...] | None = None

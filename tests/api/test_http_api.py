@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from conftest import LOOPBACK
+from support.served import LOOPBACK
 from toolscout.api.http import create_app
 from toolscout.config import Settings
 from toolscout.engine import Engine

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 
-from conftest import ADMIN
+from support.served import ADMIN
 from toolscout.api.http import create_app
 from toolscout.config import Settings
 from toolscout.engine import Engine

@@ -15,7 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 from mcp import Client
 
-from conftest import ADMIN, LOOPBACK, Launched
+from support.served import ADMIN, LOOPBACK, Launched
 from toolscout.api.gate import SearchGate
 from toolscout.api.guard import host_name
 from toolscout.api.http import create_app

@@ -19,10 +19,15 @@ def _error(response: Any) -> dict[str, Any]:
 
 
 def test_hierarchical_search_answers_the_contract(client: TestClient, api_engine: Engine) -> None:
-    r = client.post("/api/v1/search", json={"query": EMAIL_QUERY, "include_schemas": True})
+    r = client.post(
+        "/api/v1/search",
+        json={"query": EMAIL_QUERY, "include_schemas": True, "strategy": "hierarchical"},
+    )
     assert r.status_code == 200
     body = r.json()
-    expected = api_engine.find(SearchRequest(EMAIL_QUERY, include_schemas=True))
+    expected = api_engine.find(
+        SearchRequest(EMAIL_QUERY, include_schemas=True, strategy="hierarchical")
+    )
     assert [t["id"] for t in body["tools"]] == [h.tool.id for h in expected.tools]
     assert [s["id"] for s in body["matched_skills"]] == [
         m.skill.id for m in expected.matched_skills

@@ -14,7 +14,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from conftest import TOOLSCOUT, Launched, server_env
+from support.served import TOOLSCOUT, Launched, server_env
 from toolscout.api.mcp import create_mcp_server
 from toolscout.config import Settings
 from toolscout.engine import Engine

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conftest import Launched
+from support.served import Launched
 
 TOOL = '''
 def run(city: str) -> str:

@@ -13,7 +13,7 @@ import anyio
 import httpx
 from mcp import Client
 
-from conftest import ADMIN, TOOLSCOUT, Launched, server_env
+from support.served import ADMIN, TOOLSCOUT, Launched, server_env
 from toolscout.api.mcp import create_mcp_server
 from toolscout.engine import Engine
 

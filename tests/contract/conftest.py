@@ -14,24 +14,13 @@ import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import pytest
 
-from toolscout.store.base import IndexIdentity, Store
-from toolscout.store.postgres import PostgresStore
-from toolscout.store.sqlite import SQLiteStore
+from support.backends import open_backend, qdrant_url, with_options
+from toolscout.store.base import Store
 
-IDENTITY = IndexIdentity("test-embedder", 8, "a2")
 _EXTERNAL = os.environ.get("TEST_POSTGRES_URL")
-
-
-def with_options(url: str, **options: object) -> str:
-    """``url`` with query options added (replacing any of the same name)."""
-    parts = urlsplit(url)
-    query = [(k, v) for k, v in parse_qsl(parts.query) if k not in options]
-    query += [(k, str(v)) for k, v in options.items()]
-    return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query), ""))
 
 
 def _start_embedded(base: Path) -> tuple[object, str]:
@@ -97,35 +86,10 @@ def url_with() -> Callable[..., str]:
     return with_options
 
 
-def qdrant_url(folder: Path) -> str:
-    """A Qdrant vector leg: qdrant-client's local mode (in process, on disk), or a collection
-    of its own on the server ``TOOLSCOUT_TEST_QDRANT_URL`` names (``qdrant://host:6333/x``)."""
-    server = os.environ.get("TOOLSCOUT_TEST_QDRANT_URL")
-    if server:
-        return server.rsplit("/", 1)[0] + "/t_" + uuid.uuid4().hex[:12]
-    return f"qdrant+local://{folder.resolve()}/tools"
-
-
 @pytest.fixture
 def qdrant_vectors() -> Callable[[Path], str]:
     """``qdrant_vectors(folder)``: a ``vectors`` URL for a new Qdrant leg (see qdrant_url)."""
     return qdrant_url
-
-
-def open_backend(kind: str, tmp_path: Path, pg_url: str | None) -> Store:
-    """A new, bound store of ``kind`` (``sqlite``, ``postgres`` or ``qdrant``: PostgreSQL
-    with Qdrant's local mode as the vector leg)."""
-    store: Store
-    if kind == "sqlite":
-        store = SQLiteStore("sqlite:///" + str(tmp_path / "contract.db"))
-    elif kind == "qdrant":
-        assert pg_url is not None
-        store = PostgresStore(with_options(pg_url, vectors=qdrant_url(tmp_path / "qdrant")))
-    else:
-        assert pg_url is not None
-        store = PostgresStore(pg_url)
-    store.bind(IDENTITY)
-    return store
 
 
 @pytest.fixture(

@@ -10,7 +10,7 @@ import pytest
 import sqlean
 from test_store_contract import entry, unit
 
-from conftest import IDENTITY
+from support.backends import IDENTITY
 from toolscout.errors import StoreError
 from toolscout.store.postgres import PostgresStore
 from toolscout.store.postgres.conn import parse_url

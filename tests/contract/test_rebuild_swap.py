@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from test_store_contract import entry, unit
 
-from conftest import open_backend, with_options
+from support.backends import open_backend, with_options
 from toolscout.config import Settings
 from toolscout.errors import ConfigError
 from toolscout.models import Loaded, Tool

@@ -48,7 +48,7 @@ def test_a_calibration_with_other_features_is_refused_with_the_fix(tmp_path: Pat
     data["models"]["hybrid"]["features"] = ["cosine"]
     path = tmp_path / "calibration.json"
     path.write_text(json.dumps(data))
-    with pytest.raises(ConfigError, match=r"bench/calibrate\.py"):
+    with pytest.raises(ConfigError, match=r"bench/fit/calibrate\.py"):
         load_calibration(path)
 
 

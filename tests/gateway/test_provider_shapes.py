@@ -90,7 +90,9 @@ def test_openai_shapes_validate_against_the_sdk_types(gw_engine: Engine) -> None
 
 
 def test_hierarchical_results_map_skills_to_namespaces(gw_engine: Engine) -> None:
-    found = gw_engine.find(SearchRequest("what time is it in Tokyo", limit=3))
+    found = gw_engine.find(
+        SearchRequest("what time is it in Tokyo", limit=3, strategy="hierarchical")
+    )
     shaped = found.to_openai(api="responses")
     TypeAdapter(list[NamespaceToolParam]).validate_python(shaped.tools)
     TypeAdapter(list[ToolParam]).validate_python(found.to_anthropic().tools)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+from functools import partial
 
 import pytest
 from skills_catalog import CATALOG, build
@@ -11,7 +12,15 @@ from skills_catalog import CATALOG, build
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.errors import EmptyQuery, QueryError
-from toolscout.models import ItemType, Loaded, SearchRequest, Skill, SkillAssignment, Tool
+from toolscout.models import (
+    ItemType,
+    Loaded,
+    SearchRequest,
+    Skill,
+    SkillAssignment,
+    Strategy,
+    Tool,
+)
 from toolscout.store.base import Classified
 
 STAGES = {
@@ -22,16 +31,19 @@ STAGES = {
     "total_time_ms",
 }
 
+#: The requests of these tests: hierarchical unless a test names another strategy.
+hierarchical = partial(SearchRequest, strategy=Strategy.HIERARCHICAL)
+
 
 def find(engine: Engine, query: str, **kw: object) -> tuple[list[str], dict[str, object]]:
-    res = engine.find(SearchRequest(query, **kw))  # type: ignore[arg-type]
+    res = engine.find(hierarchical(query, **kw))  # type: ignore[arg-type]
     return [h.tool.id for h in res.tools], res.metadata
 
 
 def test_hierarchical_search_matches_a_skill_then_searches_only_its_tools(
     skills_engine: Engine,
 ) -> None:
-    res = skills_engine.find(SearchRequest("send an email message to my colleague"))
+    res = skills_engine.find(hierarchical("send an email message to my colleague"))
     assert res.matched_skills and res.matched_skills[0].skill.id == "email"
     assert res.matched_skills[0].tool_count >= 4
     assert res.tools[0].tool.id == "gmail::send_email"
@@ -53,7 +65,7 @@ def test_without_the_safety_net_every_tool_belongs_to_a_matched_skill(
     skills_engine: Engine,
 ) -> None:
     skills_engine.search_service.hierarchical.safety_net = 0.0
-    res = skills_engine.find(SearchRequest("weather forecast for Berlin", limit=10))
+    res = skills_engine.find(hierarchical("weather forecast for Berlin", limit=10))
     used = set(res.metadata["skill_ids_used"])
     assert used
     assert res.tools and all(used & set(h.skill_ids) for h in res.tools)
@@ -76,7 +88,7 @@ def test_the_safety_net_still_finds_a_tool_filed_under_another_skill(
 
 
 def test_direct_skips_stage_one(skills_engine: Engine) -> None:
-    res = skills_engine.find(SearchRequest("send an email", strategy="direct"))
+    res = skills_engine.find(hierarchical("send an email", strategy="direct"))
     assert res.matched_skills == []
     assert res.metadata["skill_ids_used"] is None
     assert res.metadata["stage1_skill_count"] == 0
@@ -90,7 +102,7 @@ def test_hybrid_merges_both_strategies(skills_engine: Engine) -> None:
         skills_engine, "merge the pull request", limit=10, tool_threshold=0.0, strategy="direct"
     )
     res = skills_engine.find(
-        SearchRequest("merge the pull request", limit=10, tool_threshold=0.0, strategy="hybrid")
+        hierarchical("merge the pull request", limit=10, tool_threshold=0.0, strategy="hybrid")
     )
     ids = [h.tool.id for h in res.tools]
     assert res.metadata["strategy_used"] == "hybrid"
@@ -106,7 +118,7 @@ def test_no_active_skills_falls_back_to_every_tool_with_a_warning(
     for match in skills_engine.skills.list():
         skills_engine.skills.deactivate(match.skill.id)
     with caplog.at_level(logging.WARNING, logger="toolscout.search"):
-        res = skills_engine.find(SearchRequest("send an email"))
+        res = skills_engine.find(hierarchical("send an email"))
     assert res.matched_skills == []
     assert res.metadata["skill_ids_used"] is None
     assert res.metadata["searched_fraction"] == 1.0
@@ -116,7 +128,7 @@ def test_no_active_skills_falls_back_to_every_tool_with_a_warning(
     caplog.clear()
     with caplog.at_level(logging.DEBUG, logger="toolscout.search"):
         for query in ("send a chat message", "read a file", "send an email"):
-            skills_engine.find(SearchRequest(query))
+            skills_engine.find(hierarchical(query))
     fallbacks = [r for r in caplog.records if "searching every tool" in r.message]
     assert len(fallbacks) == 2  # the cached third search did not run again
     assert {r.levelno for r in fallbacks} == {logging.DEBUG}
@@ -127,7 +139,7 @@ def test_index_without_any_skills_falls_back(tmp_path: object, vector_cache: obj
     engine = build(settings)
     try:
         assert engine.skills.list() == []
-        res = engine.find(SearchRequest("read the contents of a file"))
+        res = engine.find(hierarchical("read the contents of a file"))
         assert res.metadata["skill_ids_used"] is None
         direct, _ = find(engine, "read the contents of a file", strategy="direct")
         assert [h.tool.id for h in res.tools] == direct
@@ -141,7 +153,7 @@ def test_skill_threshold_zero_lets_every_skill_up_to_the_limit_match(
     skills_engine: Engine,
 ) -> None:
     active = len(skills_engine.skills.list(include_inactive=False))
-    res = skills_engine.find(SearchRequest("send an email", skill_threshold=0.0, skill_limit=20))
+    res = skills_engine.find(hierarchical("send an email", skill_threshold=0.0, skill_limit=20))
     assert res.metadata["stage1_skill_count"] == min(20, active)
     assert [m.score for m in res.matched_skills] == sorted(
         (m.score for m in res.matched_skills), reverse=True
@@ -149,15 +161,15 @@ def test_skill_threshold_zero_lets_every_skill_up_to_the_limit_match(
 
 
 def test_skill_threshold_one_matches_nothing_and_falls_back(skills_engine: Engine) -> None:
-    res = skills_engine.find(SearchRequest("send an email", skill_threshold=1.0))
+    res = skills_engine.find(hierarchical("send an email", skill_threshold=1.0))
     assert res.matched_skills == []
     assert res.metadata["skill_ids_used"] is None
     assert res.tools
 
 
 def test_tool_threshold_bounds_the_scores(skills_engine: Engine) -> None:
-    loose = skills_engine.find(SearchRequest("calendar", tool_threshold=0.0, limit=10))
-    strict = skills_engine.find(SearchRequest("calendar", tool_threshold=1.0, limit=10))
+    loose = skills_engine.find(hierarchical("calendar", tool_threshold=0.0, limit=10))
+    strict = skills_engine.find(hierarchical("calendar", tool_threshold=1.0, limit=10))
     assert len(loose.tools) > len(strict.tools)
     assert all(h.score >= 1.0 for h in strict.tools)
 
@@ -172,7 +184,7 @@ def test_matched_skill_without_tools_gives_an_empty_result(skills_engine: Engine
         )
     )
     res = skills_engine.find(
-        SearchRequest("which planets and galaxies can my telescope see", skill_limit=1)
+        hierarchical("which planets and galaxies can my telescope see", skill_limit=1)
     )
     assert [m.skill.id for m in res.matched_skills] == ["astronomy"]
     assert res.matched_skills[0].tool_count == 0
@@ -185,11 +197,11 @@ def test_deactivated_skill_is_not_matched_and_reactivation_restores_it(
     skills_engine: Engine,
 ) -> None:
     skills_engine.skills.deactivate("email")
-    res = skills_engine.find(SearchRequest("send an email message", skill_threshold=0.0))
+    res = skills_engine.find(hierarchical("send an email message", skill_threshold=0.0))
     assert "email" not in [m.skill.id for m in res.matched_skills]
     assert skills_engine.skills.get("email").is_active is False
     skills_engine.skills.reactivate("email")
-    res = skills_engine.find(SearchRequest("send an email message"))
+    res = skills_engine.find(hierarchical("send an email message"))
     assert res.matched_skills[0].skill.id == "email"
 
 
@@ -219,12 +231,12 @@ def test_tool_with_no_skills_is_found_only_by_direct(
 
 def test_item_type_filter_applies_in_stage_two(skills_engine: Engine) -> None:
     res = skills_engine.find(
-        SearchRequest("weather terms", item_type=ItemType.RESOURCE, tool_threshold=0.0)
+        hierarchical("weather terms", item_type=ItemType.RESOURCE, tool_threshold=0.0)
     )
     assert [h.tool.id for h in res.tools] == ["docs::weather_glossary"] or res.tools == []
     assert all(h.tool.item_type is ItemType.RESOURCE for h in res.tools)
     direct = skills_engine.find(
-        SearchRequest("weather terms", item_type="resource", strategy="direct")  # type: ignore[arg-type]
+        hierarchical("weather terms", item_type="resource", strategy="direct")  # type: ignore[arg-type]
     )
     assert [h.tool.id for h in direct.tools] == ["docs::weather_glossary"]
 
@@ -232,13 +244,13 @@ def test_item_type_filter_applies_in_stage_two(skills_engine: Engine) -> None:
 def test_schemas_are_loaded_only_when_asked_and_a_broken_one_is_null(
     skills_engine: Engine,
 ) -> None:
-    res = skills_engine.find(SearchRequest("send an email", include_schemas=True))
+    res = skills_engine.find(hierarchical("send an email", include_schemas=True))
     assert res.tools[0].schema is not None
     assert "subject" in res.tools[0].schema["properties"]
     store = skills_engine.store
     with store.database.transaction() as conn:  # type: ignore[attr-defined]
         conn.execute("UPDATE tools SET input_schema='{not json' WHERE id='gmail::send_email'")
-    res = skills_engine.find(SearchRequest("send an email", include_schemas=True))
+    res = skills_engine.find(hierarchical("send an email", include_schemas=True))
     assert res.tools[0].tool.id == "gmail::send_email"
     assert res.tools[0].schema is None
     assert any(h.schema is not None for h in res.tools[1:])
@@ -246,15 +258,15 @@ def test_schemas_are_loaded_only_when_asked_and_a_broken_one_is_null(
 
 def test_a_query_of_1001_characters_is_rejected_naming_the_field(skills_engine: Engine) -> None:
     with pytest.raises(QueryError) as err:
-        skills_engine.find(SearchRequest("a" * 1001))
+        skills_engine.find(hierarchical("a" * 1001))
     assert err.value.field == "query"
-    ok = skills_engine.find(SearchRequest("email " + "a" * 994))
+    ok = skills_engine.find(hierarchical("email " + "a" * 994))
     assert ok.metadata["strategy_used"] == "hierarchical"
 
 
 def test_an_empty_query_is_rejected(skills_engine: Engine) -> None:
     with pytest.raises(EmptyQuery):
-        skills_engine.find(SearchRequest("   "))
+        skills_engine.find(hierarchical("   "))
 
 
 @pytest.mark.parametrize(
@@ -273,7 +285,7 @@ def test_an_empty_query_is_rejected(skills_engine: Engine) -> None:
 )
 def test_invalid_request_fields_are_named(skills_engine: Engine, field: str, value: object) -> None:
     with pytest.raises(QueryError) as err:
-        skills_engine.find(SearchRequest("send an email", **{field: value}))  # type: ignore[arg-type]
+        skills_engine.find(hierarchical("send an email", **{field: value}))  # type: ignore[arg-type]
     assert err.value.field == field
 
 

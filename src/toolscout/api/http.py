@@ -192,9 +192,9 @@ def _search_routes(app: FastAPI) -> None:
         fmt: FormatParam = None,
         group_by: GroupParam = None,
     ) -> SearchResponse | ProviderTools:
-        """The search contract: skills first, then tools inside them (``strategy``
-        hierarchical), every tool (direct), or both (hybrid). ``?format=`` answers with a
-        provider's tool definitions instead."""
+        """The search contract: every tool (``strategy`` direct, the default of every door),
+        skills first and then the tools inside them (hierarchical), or both (hybrid).
+        ``?format=`` answers with a provider's tool definitions instead."""
         result = await gate.find(body.to_core())
         metrics: Metrics = request.app.state.metrics
         metrics.observe_stages(

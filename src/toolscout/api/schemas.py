@@ -42,7 +42,7 @@ class SearchRequest(_Request):
     skill_threshold: float = Field(default=0.4, ge=0.0, le=1.0)
     tool_threshold: float = Field(default=0.0, ge=0.0, le=1.0)
     include_schemas: bool = False
-    strategy: Strategy = "hierarchical"
+    strategy: Strategy = "direct"
     min_score: float = Field(default=0.0, ge=0.0, le=1.0, description="Drop tools below it.")
     mode: SearchMode = Field(default=SearchMode.HYBRID, description="Stage 2's retrieval legs.")
     servers: list[str] | None = Field(default=None, description="Only tools of these servers.")

@@ -243,7 +243,7 @@ def explain(
     engine: Engine,
     query: str,
     *,
-    strategy: str = "hierarchical",
+    strategy: str = "direct",
     mode: SearchMode | str = SearchMode.HYBRID,
     limit: int = 5,
     server: str | None = None,

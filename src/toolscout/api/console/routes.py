@@ -57,7 +57,7 @@ def _search_page(router: APIRouter) -> None:
     async def search(
         request: Request,
         q: str = "",
-        strategy: str = "hierarchical",
+        strategy: str = "direct",
         mode: str = "hybrid",
         limit: str = "5",
         item_type: str = "",
