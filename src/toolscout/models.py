@@ -325,7 +325,7 @@ class SearchResult:
 
     def to_anthropic(self, *, defer_loading: bool = True) -> Any:
         """The tools as Anthropic tools and ``tool_reference`` blocks."""
-        from toolscout.gateway.formats import to_anthropic
+        from toolscout.formats import to_anthropic
 
         return to_anthropic([h.tool for h in self.tools], defer_loading=defer_loading)
 
@@ -335,7 +335,7 @@ class SearchResult:
         """The tools as OpenAI tools. With ``api="responses"`` they may be grouped into
         namespaces: by server with ``by_server``, or by primary skill with ``by_skill`` (by
         default when the result came from a strategy that uses skills)."""
-        from toolscout.gateway.formats import to_openai
+        from toolscout.formats import to_openai
 
         if by_skill is None:
             by_skill = not by_server and str(self.metadata.get("strategy_used")) in (

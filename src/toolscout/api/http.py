@@ -46,7 +46,7 @@ from toolscout.api.schemas import (
 from toolscout.config import Settings, load_settings
 from toolscout.engine import Engine
 from toolscout.errors import Overloaded, ToolscoutError
-from toolscout.gateway.formats import GroupBy, ProviderFormat, render
+from toolscout.formats import GroupBy, ProviderFormat, render
 from toolscout.models import ItemType, SearchMode, SearchResult, Strategy
 from toolscout.models import SearchRequest as CoreRequest
 from toolscout.search.gate import SearchGate

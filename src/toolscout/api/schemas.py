@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolscout.gateway.formats import ProviderFormat
+from toolscout.formats import ProviderFormat
 from toolscout.models import (
     ClassifyReport,
     ItemType,

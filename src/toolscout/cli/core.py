@@ -22,7 +22,7 @@ from toolscout.cli.progress import embedding_bar
 from toolscout.errors import IngestError
 from toolscout.eval.reports import report_payload, write_report
 from toolscout.eval.run import Report, evaluate, index_dataset
-from toolscout.gateway.formats import GroupBy, ProviderFormat, render
+from toolscout.formats import GroupBy, ProviderFormat, render
 from toolscout.ingest.jsonfile import CatalogFile, catalog_files
 from toolscout.ingest.sources import Loaded
 from toolscout.models import IndexReport, ItemType, SearchMode, Strategy

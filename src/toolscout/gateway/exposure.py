@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from cachetools import Cache, LRUCache
 
-from toolscout.gateway.names import provider_name
+from toolscout.formats.names import provider_name
 from toolscout.models import Tool
 
 

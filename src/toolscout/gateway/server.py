@@ -8,7 +8,7 @@ and the tools a search found exposed under their own names.
   the upstream result comes back as it is; progress the caller asked for is relayed, and a
   cancelled call is cancelled upstream (the SDK sends the cancellation on);
 * a middleware for dynamic exposure: after ``search_tools`` the callable hits join the tool
-  list under their provider names (:mod:`toolscout.gateway.names`) and the client is told
+  list under their provider names (:mod:`toolscout.formats.names`) and the client is told
   ``notifications/tools/list_changed`` (on the session for 2025-era connections, on the
   subscription bus for 2026 ones); a call of such a name is run as ``call_tool``. The
   capability ``tools.listChanged`` is announced to 2025-era clients.

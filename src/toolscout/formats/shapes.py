@@ -7,7 +7,7 @@
   Responses function tools (``{"type": "function", "name", ...}``), optionally grouped into
   ``namespace`` tools (by skill or server).
 
-Names come from :mod:`toolscout.gateway.names`; every shape returns the :class:`NameMap`
+Names come from :mod:`toolscout.formats.names`; every shape returns the :class:`NameMap`
 that turns the name a model calls back into the toolscout id. :func:`render` is what the REST
 ``?format=`` and the CLI ``--format`` answer.
 """
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
-from toolscout.gateway.names import NameMap
+from toolscout.formats.names import NameMap, provider_name
 from toolscout.models import SearchResult, Tool
 
 JSON = dict[str, Any]
@@ -103,8 +103,6 @@ def openai_response_tool(tool: Tool, names: NameMap, *, defer_loading: bool = Fa
 
 
 def _namespace(key: str) -> str:
-    from toolscout.gateway.names import provider_name
-
     return provider_name(key)
 
 
