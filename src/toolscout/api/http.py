@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from functools import partial
 from typing import Annotated, Any, TypeVar
 
@@ -195,7 +196,10 @@ def _search_routes(app: FastAPI) -> None:
         """The search contract: skills first, then tools inside them (``strategy``
         hierarchical), every tool (direct), or both (hybrid). ``?format=`` answers with a
         provider's tool definitions instead."""
-        result = await gate.find(body.to_core())
+        core = body.to_core()
+        if fmt is not None:  # provider shapes carry each tool's input schema
+            core = replace(core, include_schemas=True)
+        result = await gate.find(core)
         metrics: Metrics = request.app.state.metrics
         metrics.observe_stages(
             {k[:-8]: v for k, v in result.metadata.items() if k.endswith("_time_ms")}
@@ -225,7 +229,8 @@ def _search_routes(app: FastAPI) -> None:
             item_type=item_type,
             limit=limit,
             tool_threshold=0.0,
-            include_schemas=include_schemas,
+            # Provider shapes carry each tool's input schema.
+            include_schemas=include_schemas or fmt is not None,
             strategy=strategy,
             min_score=min_score,
             mode=mode,

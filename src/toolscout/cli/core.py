@@ -179,7 +179,8 @@ def search(
             item_type=item_type,
             servers=server,
             sources=source,
-            include_schemas=schemas,
+            # Provider shapes carry each tool's input schema: load them with the search.
+            include_schemas=schemas or fmt is not None,
         )
         if not result.tools:
             engine.ensure_indexed()
@@ -206,7 +207,7 @@ def search(
         console.print(NO_MATCH, highlight=False)
     for hit in result.tools if schemas else ():
         console.print(f"[bold]{escape(hit.tool.id)}[/] input schema:", highlight=False)
-        console.print_json(json.dumps(hit.tool.input_schema or {}))
+        console.print_json(json.dumps(hit.schema or hit.tool.input_schema or {}))
 
 
 @app.command()
