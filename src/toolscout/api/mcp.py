@@ -220,13 +220,15 @@ def create_mcp_server(
     gate: SearchGate | None = None,
     instructions: str | None = None,
     subscriptions: SubscriptionBus | None = None,
+    narrow: Callable[[SearchRequest], SearchRequest] | None = None,
 ) -> MCPServer:
     """An MCP server over ``engine`` with search_tools, get_tool_schema, list_skills and
     search_skills; searches run through ``gate`` (by default one slot per core). Use
     ``name="pytools"`` to stand in for freeact's tool search.
 
-    ``instructions`` and ``subscriptions`` (the bus list-changed events go to) are the hooks
-    the gateway (``toolscout.gateway.server``) registers its tools through."""
+    ``instructions``, ``subscriptions`` (the bus list-changed events go to) and ``narrow``
+    (applied to every search request, in a worker thread: the gateway keeps searches to the
+    tools it can call) are the hooks the gateway (``toolscout.gateway.server``) uses."""
     searches = gate if gate is not None else SearchGate(engine, CORES)
     text = instructions or (
         "Search for the tools you need with search_tools, then load the chosen tool's input "
@@ -267,7 +269,7 @@ def create_mcp_server(
         """Search for the tools that fit what you want to do, best first."""
         try:
             where = await anyio.to_thread.run_sync(scope_filter, engine, scope)
-            request = SearchRequest(
+            request: SearchRequest = SearchRequest(
                 query,
                 item_type=item_type,
                 limit=limit,
@@ -279,6 +281,8 @@ def create_mcp_server(
                 sources=where.sources,
                 tool_ids=where.tool_ids,
             )
+            if narrow is not None:
+                request = await anyio.to_thread.run_sync(narrow, request)
             result = await searches.find(request)
             if not result.tools:
                 await anyio.to_thread.run_sync(engine.ensure_indexed)

@@ -99,7 +99,12 @@ def create_gateway_server(
     Run it inside ``async with gateway:`` (the pool of upstream sessions)."""
     bus = InMemorySubscriptionBus()
     server = create_mcp_server(
-        engine, name=name, gate=gate, instructions=INSTRUCTIONS, subscriptions=bus
+        engine,
+        name=name,
+        gate=gate,
+        instructions=INSTRUCTIONS,
+        subscriptions=bus,
+        narrow=gateway.tools.narrow,
     )
     register_gateway(server, gateway, bus)
     return server
