@@ -177,7 +177,7 @@ class Settings(BaseSettings):
     api_key: str | None = None
     read_key: str | None = None
     host: str = "127.0.0.1"
-    port: int = 8765
+    port: int = Field(default=8765, ge=0, le=65535)
     allowed_hosts: list[str] = Field(
         default_factory=list,
         description="Host header names served besides loopback ones and a concrete bind "

@@ -158,7 +158,7 @@ class SearchMetadata(BaseModel):
         description="Calibrated probability that some indexed tool serves the request (no_match "
         "when it is below the calibration's threshold).",
     )
-    cached: bool | None = None
+    cached: bool = Field(default=False, description="True: the answer came from the result cache.")
 
 
 class SearchResponse(BaseModel):

@@ -16,7 +16,7 @@ from rich.table import Table
 
 from toolscout.api.schemas import SearchResponse
 from toolscout.cli import app, console, err_console
-from toolscout.cli.options import DbOption, JsonOption, open_engine
+from toolscout.cli.options import SQLITE, DbOption, JsonOption, missing_file, open_engine
 from toolscout.cli.options import settings as _settings
 from toolscout.cli.progress import embedding_bar
 from toolscout.errors import IngestError
@@ -212,12 +212,24 @@ def search(
 
 @app.command()
 def info(db: DbOption = None, as_json: JsonOption = False) -> None:
-    """Show counts, model and store location."""
-    engine = open_engine(db)
-    try:
-        data = engine.info()
-    finally:
-        engine.close()
+    """Show counts, model and store location (an index that does not exist is not created)."""
+    missing = missing_file(db)
+    if missing is None:
+        engine = open_engine(db)
+        try:
+            data = engine.info()
+        finally:
+            engine.close()
+    else:
+        # The model and settings still answer; a throwaway index stands in for the missing one.
+        with tempfile.TemporaryDirectory() as scratch:
+            engine = open_engine(str(Path(scratch) / "index.db"))
+            try:
+                data = engine.info()
+            finally:
+                engine.close()
+        data["store"] = SQLITE + missing
+        data["exists"] = False
     if as_json:
         console.print_json(json.dumps(data))
         return

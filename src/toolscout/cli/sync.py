@@ -162,7 +162,7 @@ def remove(
     as_json: JsonOption = False,
 ) -> None:
     """Delete every tool of the named sources or servers from the index."""
-    engine = open_engine(db)
+    engine = open_engine(db, must_exist=True)
     try:
         removed = remove_sources(engine, names)
     finally:

@@ -272,7 +272,7 @@ def explain(
             servers=(server,) if server else None,
             item_types=(ItemType(item_type),) if item_type else None,
         )
-        metadata: dict[str, object] = dict(result.metadata)
+        metadata: dict[str, object] = {**result.metadata, "no_match": result.no_match}
     else:
         if server:
             raise QueryError("server", "filters the flat strategy only; choose strategy flat")
@@ -288,7 +288,7 @@ def explain(
         used_mode, matched = SearchMode.HYBRID, list(found.matched_skills)
         # find validated item_type already
         filters = Filters(item_types=(ItemType(item_type),) if item_type else None)
-        metadata = dict(found.metadata)
+        metadata = {**found.metadata, "no_match": found.no_match}
     hits, tokens, (lw, vw) = explain_hits(
         engine.store,
         engine.searcher,
