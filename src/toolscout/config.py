@@ -96,6 +96,12 @@ class GatewaySettings(BaseModel):
     expose: int = Field(
         default=16, ge=0, le=256, description="found tools added to the tool list (0: off)"
     )
+    expose_tokens: int = Field(
+        default=1500,
+        ge=0,
+        description="tokens the whole tools list may cost with exposed tools (never more than "
+        "listing the servers directly)",
+    )
     max_concurrency: int = Field(default=8, ge=1, le=256, description="calls at once per server")
     servers: dict[str, GatewayServer] = Field(default_factory=dict)
 

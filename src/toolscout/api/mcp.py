@@ -146,9 +146,16 @@ class CompactServer(MCPServer):
     failed calls whose text starts with the error table's code: the SDK's
     ``Error executing tool ...`` prefix and pydantic's wording are what a model reads worst."""
 
+    #: False: tools lists leave out output schemas (the gateway's; see create_mcp_server).
+    output_schemas = True
+
     async def list_tools(self) -> list[MCPTool]:
         tools = await super().list_tools()
-        return [t.model_copy(update={"input_schema": _untitled(t.input_schema)}) for t in tools]
+        update: dict[str, Any] = {} if self.output_schemas else {"output_schema": None}
+        return [
+            t.model_copy(update={"input_schema": _untitled(t.input_schema), **update})
+            for t in tools
+        ]
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Any = None
@@ -221,6 +228,7 @@ def create_mcp_server(
     instructions: str | None = None,
     subscriptions: SubscriptionBus | None = None,
     narrow: Callable[[SearchRequest], SearchRequest] | None = None,
+    output_schemas: bool = True,
 ) -> MCPServer:
     """An MCP server over ``engine`` with search_tools, get_tool_schema, list_skills and
     search_skills; searches run through ``gate`` (by default one slot per core). Use
@@ -228,7 +236,9 @@ def create_mcp_server(
 
     ``instructions``, ``subscriptions`` (the bus list-changed events go to) and ``narrow``
     (applied to every search request, in a worker thread: the gateway keeps searches to the
-    tools it can call) are the hooks the gateway (``toolscout.gateway.server``) uses."""
+    tools it can call) are the hooks the gateway (``toolscout.gateway.server``) uses; with
+    ``output_schemas=False`` the tools list leaves out output schemas (answers still carry
+    structured content), which are most of its tokens."""
     searches = gate if gate is not None else SearchGate(engine, CORES)
     text = instructions or (
         "Search for the tools you need with search_tools, then load the chosen tool's input "
@@ -236,13 +246,14 @@ def create_mcp_server(
     )
     if engine.store.count() == 0:
         text += f" This server's {EmptyIndex.HINT}; searches answer with that error."
-    server: MCPServer = CompactServer(
+    server = CompactServer(
         name,
         instructions=text,
         log_level="WARNING",
         subscriptions=subscriptions,
         version=__version__,
     )
+    server.output_schemas = output_schemas
 
     @server.tool(annotations=READ_ONLY)
     async def search_tools(

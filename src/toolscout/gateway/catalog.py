@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from toolscout.errors import ToolNotFound
 from toolscout.formats.names import tool_id_from_name
+from toolscout.gateway.budget import direct_entry, tokens
 from toolscout.models import ItemType, SearchRequest, Tool
 
 if TYPE_CHECKING:
@@ -44,6 +45,8 @@ class _Snapshot:
     version: Hashable | None
     ids: tuple[str, ...]
     by_name: dict[str, tuple[str, ...]]
+    #: Estimated tokens of the configured servers' own tools lists, all of them.
+    direct_tokens: int
 
 
 class CallableTools:
@@ -73,6 +76,7 @@ class CallableTools:
     def _read(self, version: Hashable | None) -> _Snapshot:
         ids: list[str] = []
         by_name: dict[str, list[str]] = {}
+        direct = 0
         if self.servers:
             offset = 0
             while True:
@@ -80,13 +84,14 @@ class CallableTools:
                     servers=self.servers, item_types=[ItemType.TOOL], offset=offset, limit=PAGE
                 )
                 for tool in page:
+                    direct += tokens(direct_entry(tool))
                     if self.allows(tool):
                         ids.append(tool.id)
                         by_name.setdefault(tool.name, []).append(tool.id)
                 offset += len(page)
                 if not page or offset >= total:
                     break
-        return _Snapshot(version, tuple(ids), {k: tuple(v) for k, v in by_name.items()})
+        return _Snapshot(version, tuple(ids), {k: tuple(v) for k, v in by_name.items()}, direct)
 
     def ids(self) -> tuple[str, ...]:
         """Every callable tool id, in id order.
@@ -95,6 +100,14 @@ class CallableTools:
             StoreError: the index could not be read.
         """
         return self._current().ids
+
+    def direct_tokens(self) -> int:
+        """Estimated tokens a client would load listing the configured servers directly.
+
+        Raises:
+            StoreError: the index could not be read.
+        """
+        return self._current().direct_tokens
 
     def narrow(self, request: SearchRequest) -> SearchRequest:
         """``request`` limited to callable tools, unless it asks for prompts or resources

@@ -70,6 +70,7 @@ class Gateway:
         policy: Policy | None = None,
         audit: AuditLog | None = None,
         expose: int = 16,
+        expose_tokens: int = 1500,
         limits: Mapping[str, Limits] | None = None,
         max_concurrency: int = 8,
     ) -> None:
@@ -77,12 +78,22 @@ class Gateway:
         self.policy = policy or Policy()
         self.audit = audit
         self.exposure = Exposure(expose)
+        self.expose_tokens = expose_tokens
         self.pool = UpstreamPool(list(servers), limits, max_concurrency=max_concurrency)
         self.tools = CallableTools(engine, list(self.pool.upstreams), self.callable)
 
     @property
     def servers(self) -> list[str]:
         return sorted(self.pool.upstreams)
+
+    def list_budget(self) -> int:
+        """Tokens the whole tools list may cost: ``expose_tokens``, and never more than
+        listing the configured servers directly would.
+
+        Raises:
+            StoreError: the index could not be read.
+        """
+        return min(self.expose_tokens, self.tools.direct_tokens())
 
     def schemas(self, ids: Sequence[str]) -> SchemaAnswer:
         """The definitions of ``ids`` (in the order asked, each once).
