@@ -197,8 +197,8 @@ def _search_routes(app: FastAPI) -> None:
         hierarchical), every tool (direct), or both (hybrid). ``?format=`` answers with a
         provider's tool definitions instead."""
         core = body.to_core()
-        if fmt is not None:  # provider shapes carry each tool's input schema
-            core = replace(core, include_schemas=True)
+        if fmt is not None:  # provider shapes: callable tools, each with its input schema
+            core = replace(core, include_schemas=True, item_type=core.item_type or ItemType.TOOL)
         result = await gate.find(core)
         metrics: Metrics = request.app.state.metrics
         metrics.observe_stages(
@@ -224,6 +224,8 @@ def _search_routes(app: FastAPI) -> None:
         """The same search as POST, from query parameters (``direct`` with no stage-2
         threshold by default, as ``toolscout search``)."""
         servers, sources = _split(server), _split(source)
+        if fmt is not None and item_type is None:
+            item_type = ItemType.TOOL  # provider shapes define tools a model calls
         req = CoreRequest(
             query,
             item_type=item_type,

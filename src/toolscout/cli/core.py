@@ -168,6 +168,8 @@ def search(
     tools as Anthropic or OpenAI definitions; exits 10 with a hint when the index is empty or
     missing)."""
     check_query(query)  # a usage error comes first, whatever the index holds
+    if fmt is not None and item_type is None:
+        item_type = ItemType.TOOL  # provider shapes define tools a model calls
     engine = open_engine(db, must_exist=True)
     try:
         result = engine.search(
