@@ -208,7 +208,7 @@ def test_http_server_with_a_read_key_refuses_requests_without_it(
 
 
 def test_tools_list_leaves_out_titles_derived_from_names_but_keeps_written_ones() -> None:
-    from toolscout.api.mcp import _untitled
+    from toolscout.api.mcp_server import _untitled
 
     schema = {
         "title": "search_toolsArguments",
