@@ -9,11 +9,14 @@ import os
 import subprocess
 from pathlib import Path
 
+import anyio
+import pytest
 from upstreams import BIN, time_spec
 
 from toolscout.config import Settings
 from toolscout.engine import Engine
-from toolscout.gateway.clients import config_path
+from toolscout.errors import ConfigError
+from toolscout.gateway.clients import check_entry, config_path
 from toolscout.ingest.mcpconfig import is_toolscout_entry, read_mcp_config
 
 
@@ -109,3 +112,9 @@ def test_reading_a_client_file_skips_toolscout_entries(tmp_path: Path) -> None:
     path = tmp_path / ".mcp.json"
     path.write_text(json.dumps({"mcpServers": entries}), encoding="utf-8")
     assert [s.name for s in read_mcp_config(path).servers] == ["cli", "time"]
+
+
+def test_a_check_of_an_entry_that_cannot_start_says_so(tmp_path: Path) -> None:
+    entry = {"command": str(tmp_path / "no-such-toolscout"), "args": ["mcp"], "env": {}}
+    with pytest.raises(ConfigError, match="did not start"):
+        anyio.run(lambda: check_entry(entry, timeout=30))
