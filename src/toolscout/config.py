@@ -96,6 +96,12 @@ class GatewaySettings(BaseModel):
     expose: int = Field(
         default=16, ge=0, le=256, description="found tools added to the tool list (0: off)"
     )
+    expose_tokens: int = Field(
+        default=1500,
+        ge=0,
+        description="tokens the whole tools list may cost with exposed tools (never more than "
+        "listing the servers directly)",
+    )
     max_concurrency: int = Field(default=8, ge=1, le=256, description="calls at once per server")
     servers: dict[str, GatewayServer] = Field(default_factory=dict)
 
@@ -177,7 +183,7 @@ class Settings(BaseSettings):
     api_key: str | None = None
     read_key: str | None = None
     host: str = "127.0.0.1"
-    port: int = 8765
+    port: int = Field(default=8765, ge=0, le=65535)
     allowed_hosts: list[str] = Field(
         default_factory=list,
         description="Host header names served besides loopback ones and a concrete bind "

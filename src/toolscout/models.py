@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 JSON = dict[str, Any]
+#: Input schemas of tool ids, read from a store (``Store.schemas``).
+SchemaLoader = Callable[[Sequence[str]], Mapping[str, JSON | None]]
 
 
 class ItemType(StrEnum):
@@ -326,25 +329,55 @@ class SearchResult:
     matched_skills: list[SkillMatch]
     metadata: dict[str, Any]
     no_match: bool = False
+    # The store's schema lookup, so provider shapes can load the schemas a search left out.
+    load_schemas: SchemaLoader | None = field(default=None, compare=False, repr=False)
 
     @property
     def hits(self) -> list[ToolHit]:
         """The tools (the name the flat search used)."""
         return self.tools
 
-    def to_anthropic(self, *, defer_loading: bool = True) -> Any:
-        """The tools as Anthropic tools and ``tool_reference`` blocks."""
-        from toolscout.gateway.formats import to_anthropic
+    def input_schemas(self) -> dict[str, JSON | None]:
+        """Every found tool's input schema by id: those the search loaded, the rest loaded
+        now (one store read) when the result came from a store.
 
-        return to_anthropic([h.tool for h in self.tools], defer_loading=defer_loading)
+        Raises:
+            StoreError: the store could not be read.
+        """
+        out: dict[str, JSON | None] = {
+            h.tool.id: h.schema if h.schema is not None else h.tool.input_schema for h in self.tools
+        }
+        missing = [tool_id for tool_id, schema in out.items() if schema is None]
+        if missing and self.load_schemas is not None:
+            out.update(self.load_schemas(missing))
+        return out
+
+    def to_anthropic(self, *, defer_loading: bool = True) -> Any:
+        """The tools as Anthropic tools (with their input schemas) and ``tool_reference``
+        blocks.
+
+        Raises:
+            StoreError: a schema the search left out could not be loaded.
+        """
+        from toolscout.formats import to_anthropic
+
+        return to_anthropic(
+            [h.tool for h in self.tools],
+            defer_loading=defer_loading,
+            schemas=self.input_schemas(),
+        )
 
     def to_openai(
         self, *, api: str = "chat", by_server: bool = False, by_skill: bool | None = None
     ) -> Any:
         """The tools as OpenAI tools. With ``api="responses"`` they may be grouped into
         namespaces: by server with ``by_server``, or by primary skill with ``by_skill`` (by
-        default when the result came from a strategy that uses skills)."""
-        from toolscout.gateway.formats import to_openai
+        default when the result came from a strategy that uses skills).
+
+        Raises:
+            StoreError: a schema the search left out could not be loaded.
+        """
+        from toolscout.formats import to_openai
 
         if by_skill is None:
             by_skill = not by_server and str(self.metadata.get("strategy_used")) in (
@@ -357,7 +390,12 @@ class SearchResult:
             group = lambda t: t.server  # noqa: E731
         elif by_skill:
             group = lambda t: skill.get(t.id) or t.server  # noqa: E731
-        return to_openai([h.tool for h in self.tools], api=api, namespace=group)  # type: ignore[arg-type]
+        return to_openai(
+            [h.tool for h in self.tools],
+            api=api,  # type: ignore[arg-type]
+            namespace=group,
+            schemas=self.input_schemas(),
+        )
 
 
 @dataclass(frozen=True)

@@ -104,9 +104,32 @@ def test_tool_errors_carry_the_code_and_field(api_engine: Engine) -> None:
             )
 
     empty, missing, threshold = anyio.run(main)
-    assert "empty_query: query:" in empty
-    assert "tool_not_found" in missing and "no::such" in missing
-    assert "threshold" in threshold
+    assert empty.startswith("empty_query: query:")
+    assert missing.startswith("tool_not_found") and "no::such" in missing
+    assert threshold == "invalid_parameter: threshold: must be between 0.0 and 1.0, got 3"
+
+
+def test_an_out_of_range_limit_names_the_field_and_the_allowed_range(api_engine: Engine) -> None:
+    async def main() -> tuple[str, str]:
+        async with Client(create_mcp_server(api_engine)) as client:
+            return (
+                await _error_text(client, "search_tools", {"query": QUERY, "limit": 500}),
+                await _error_text(client, "search_tools", {"limit": 5}),
+            )
+
+    limit, missing = anyio.run(main)
+    assert limit == "invalid_parameter: limit: must be between 1 and 50, got 500"
+    assert missing.startswith("invalid_parameter: query: ") and "Error executing" not in missing
+
+
+def test_server_info_carries_the_package_version(api_engine: Engine) -> None:
+    import toolscout
+
+    async def main() -> str | None:
+        async with Client(create_mcp_server(api_engine)) as client:
+            return client.server_info.version if client.server_info else None
+
+    assert anyio.run(main) == toolscout.__version__
 
 
 def test_stdio_server_lists_and_answers_every_tool(served_db: Path, vector_cache: Path) -> None:
@@ -185,7 +208,7 @@ def test_http_server_with_a_read_key_refuses_requests_without_it(
 
 
 def test_tools_list_leaves_out_titles_derived_from_names_but_keeps_written_ones() -> None:
-    from toolscout.api.mcp import _untitled
+    from toolscout.api.mcp_server import _untitled
 
     schema = {
         "title": "search_toolsArguments",

@@ -14,7 +14,7 @@ from openai.types.responses import FunctionToolParam, NamespaceToolParam
 from pydantic import TypeAdapter
 
 from toolscout.engine import Engine
-from toolscout.gateway.names import NameMap, provider_name, tool_id_from_name
+from toolscout.formats.names import NameMap, provider_name, tool_id_from_name
 from toolscout.models import SearchRequest, Tool
 
 PROVIDER_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -99,7 +99,7 @@ def test_hierarchical_results_map_skills_to_namespaces(gw_engine: Engine) -> Non
 
 
 def test_a_tool_without_schema_still_gets_an_object_schema() -> None:
-    from toolscout.gateway.formats import to_anthropic, to_openai
+    from toolscout.formats import to_anthropic, to_openai
 
     bare = Tool(id="srv::ping", name="ping")
     TypeAdapter(list[ToolParam]).validate_python(to_anthropic([bare]).tools)

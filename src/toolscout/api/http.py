@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from functools import partial
 from typing import Annotated, Any, TypeVar
 
@@ -47,7 +48,7 @@ from toolscout.api.schemas import (
 from toolscout.config import Settings, load_settings
 from toolscout.engine import Engine
 from toolscout.errors import Overloaded, ToolscoutError
-from toolscout.gateway.formats import GroupBy, ProviderFormat, render
+from toolscout.formats import GroupBy, ProviderFormat, render
 from toolscout.models import ItemType, SearchMode, SearchResult, Strategy
 from toolscout.models import SearchRequest as CoreRequest
 
@@ -195,7 +196,10 @@ def _search_routes(app: FastAPI) -> None:
         """The search contract: every tool (``strategy`` direct, the default of every door),
         skills first and then the tools inside them (hierarchical), or both (hybrid).
         ``?format=`` answers with a provider's tool definitions instead."""
-        result = await gate.find(body.to_core())
+        core = body.to_core()
+        if fmt is not None:  # provider shapes: callable tools, each with its input schema
+            core = replace(core, include_schemas=True, item_type=core.item_type or ItemType.TOOL)
+        result = await gate.find(core)
         metrics: Metrics = request.app.state.metrics
         metrics.observe_stages(
             {k[:-8]: v for k, v in result.metadata.items() if k.endswith("_time_ms")}
@@ -220,12 +224,15 @@ def _search_routes(app: FastAPI) -> None:
         """The same search as POST, from query parameters (``direct`` with no stage-2
         threshold by default, as ``toolscout search``)."""
         servers, sources = _split(server), _split(source)
+        if fmt is not None and item_type is None:
+            item_type = ItemType.TOOL  # provider shapes define tools a model calls
         req = CoreRequest(
             query,
             item_type=item_type,
             limit=limit,
             tool_threshold=0.0,
-            include_schemas=include_schemas,
+            # Provider shapes carry each tool's input schema.
+            include_schemas=include_schemas or fmt is not None,
             strategy=strategy,
             min_score=min_score,
             mode=mode,

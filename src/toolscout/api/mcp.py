@@ -22,16 +22,17 @@ import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.subscriptions import SubscriptionBus
-from mcp.types import Tool as MCPTool
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from toolscout import __version__
 from toolscout.api.auth import Access, KeyPolicy, bearer_token, check_access
 from toolscout.api.errors import body_for, mcp_message
 from toolscout.api.gate import CORES, SearchGate
 from toolscout.api.guard import DEFAULT_MAX_BODY, Guard, GuardConfig, allowed_host_names
+from toolscout.api.mcp_server import CompactServer
 from toolscout.engine import Engine
 from toolscout.errors import AccessDenied, EmptyIndex, QueryError, StoreError, ToolscoutError
 from toolscout.models import SearchRequest
@@ -90,38 +91,6 @@ class SkillResult(BaseModel):
     score: float | None = None
 
 
-def _derived(title: Any, derived: set[str], *, root: bool) -> bool:
-    return isinstance(title, str) and (title in derived or (root and title.endswith("Arguments")))
-
-
-def _untitled(schema: Any, key: str | None = None, *, root: bool = True) -> Any:
-    """``schema`` without the titles pydantic derives from names (``"Item Type"`` for
-    ``item_type``, ``"search_toolsArguments"`` for the root); a title someone wrote stays."""
-    if isinstance(schema, list):
-        return [_untitled(x, root=False) for x in schema]
-    if not isinstance(schema, dict):
-        return schema
-    derived = {key.replace("_", " ").title()} if key else set()
-    out: dict[str, Any] = {}
-    for k, v in schema.items():
-        if k == "title" and _derived(v, derived, root=root):
-            continue
-        if k in ("properties", "$defs") and isinstance(v, dict):
-            out[k] = {name: _untitled(sub, name, root=False) for name, sub in v.items()}
-        else:
-            out[k] = _untitled(v, root=False)
-    return out
-
-
-class CompactServer(MCPServer):
-    """The SDK's server, with tools lists that leave out derived titles: they repeat the
-    parameter names and cost about a tenth of the tokens a client loads at start-up."""
-
-    async def list_tools(self) -> list[MCPTool]:
-        tools = await super().list_tools()
-        return [t.model_copy(update={"input_schema": _untitled(t.input_schema)}) for t in tools]
-
-
 @dataclass(frozen=True)
 class SearchScope:
     """Where a ``scope`` restricts a search: servers, sources or tool ids (None: no limit)."""
@@ -174,13 +143,18 @@ def create_mcp_server(
     gate: SearchGate | None = None,
     instructions: str | None = None,
     subscriptions: SubscriptionBus | None = None,
+    narrow: Callable[[SearchRequest], SearchRequest] | None = None,
+    output_schemas: bool = True,
 ) -> MCPServer:
     """An MCP server over ``engine`` with search_tools, get_tool_schema, list_skills and
     search_skills; searches run through ``gate`` (by default one slot per core). Use
     ``name="pytools"`` to stand in for freeact's tool search.
 
-    ``instructions`` and ``subscriptions`` (the bus list-changed events go to) are the hooks
-    the gateway (``toolscout.gateway.server``) registers its tools through."""
+    ``instructions``, ``subscriptions`` (the bus list-changed events go to) and ``narrow``
+    (applied to every search request, in a worker thread: the gateway keeps searches to the
+    tools it can call) are the hooks the gateway (``toolscout.gateway.server``) uses; with
+    ``output_schemas=False`` the tools list leaves out output schemas (answers still carry
+    structured content), which are most of its tokens."""
     searches = gate if gate is not None else SearchGate(engine, CORES)
     text = instructions or (
         "Search for the tools you need with search_tools, then load the chosen tool's input "
@@ -188,9 +162,14 @@ def create_mcp_server(
     )
     if engine.store.count() == 0:
         text += f" This server's {EmptyIndex.HINT}; searches answer with that error."
-    server: MCPServer = CompactServer(
-        name, instructions=text, log_level="WARNING", subscriptions=subscriptions
+    server = CompactServer(
+        name,
+        instructions=text,
+        log_level="WARNING",
+        subscriptions=subscriptions,
+        version=__version__,
     )
+    server.output_schemas = output_schemas
 
     @server.tool(annotations=READ_ONLY)
     async def search_tools(
@@ -217,7 +196,7 @@ def create_mcp_server(
         """Search for the tools that fit what you want to do, best first."""
         try:
             where = await anyio.to_thread.run_sync(scope_filter, engine, scope)
-            request = SearchRequest(
+            request: SearchRequest = SearchRequest(
                 query,
                 item_type=item_type,
                 limit=limit,
@@ -229,6 +208,8 @@ def create_mcp_server(
                 sources=where.sources,
                 tool_ids=where.tool_ids,
             )
+            if narrow is not None:
+                request = await anyio.to_thread.run_sync(narrow, request)
             result = await searches.find(request)
             if not result.tools:
                 await anyio.to_thread.run_sync(engine.ensure_indexed)

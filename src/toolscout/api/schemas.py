@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolscout.gateway.formats import ProviderFormat
+from toolscout.formats import ProviderFormat
 from toolscout.models import (
     ItemType,
     SearchMode,
@@ -157,7 +157,7 @@ class SearchMetadata(BaseModel):
         description="Calibrated probability that some indexed tool serves the request (no_match "
         "when it is below the calibration's threshold).",
     )
-    cached: bool | None = None
+    cached: bool = Field(default=False, description="True: the answer came from the result cache.")
 
 
 class SearchResponse(BaseModel):

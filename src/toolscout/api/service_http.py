@@ -75,6 +75,8 @@ def _trusted(request: Request) -> bool:
 
 
 def service_routes(app: FastAPI) -> None:
+    # Also under /api/v1, where the route table puts everything else.
+    @app.get("/api/v1/health", tags=["service"], response_model=Health | HealthStatus)
     @app.get("/health", tags=["service"], response_model=Health | HealthStatus)
     def health(engine: EngineDep, request: Request) -> JSONResponse:
         """Store reachable, model loaded, counts (open: carries no tool data). Callers that are

@@ -98,7 +98,7 @@ EXIT_CODES: tuple[tuple[type[ToolscoutError], int], ...] = (
     (EmbedError, 7),
     (EnrichError, 8),
     (SkillError, 9),
-    (GatewayError, 10),
+    (GatewayError, 11),
     (ToolscoutError, 1),
 )
 

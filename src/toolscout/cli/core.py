@@ -16,13 +16,13 @@ from rich.table import Table
 
 from toolscout.api.schemas import SearchResponse
 from toolscout.cli import app, console, err_console
-from toolscout.cli.options import DbOption, JsonOption, open_engine
+from toolscout.cli.options import SQLITE, DbOption, JsonOption, missing_file, open_engine
 from toolscout.cli.options import settings as _settings
 from toolscout.cli.progress import embedding_bar
 from toolscout.errors import IngestError
 from toolscout.eval.reports import report_payload, write_report
 from toolscout.eval.run import Report, evaluate, index_dataset
-from toolscout.gateway.formats import GroupBy, ProviderFormat, render
+from toolscout.formats import GroupBy, ProviderFormat, render
 from toolscout.ingest.jsonfile import CatalogFile, catalog_files
 from toolscout.models import IndexReport, ItemType, Loaded, SearchMode, Strategy
 from toolscout.rebuild import rebuild_index
@@ -167,6 +167,8 @@ def search(
     tools as Anthropic or OpenAI definitions; exits 10 with a hint when the index is empty or
     missing)."""
     check_query(query)  # a usage error comes first, whatever the index holds
+    if fmt is not None and item_type is None:
+        item_type = ItemType.TOOL  # provider shapes define tools a model calls
     engine = open_engine(db, must_exist=True)
     try:
         result = engine.search(
@@ -178,7 +180,8 @@ def search(
             item_type=item_type,
             servers=server,
             sources=source,
-            include_schemas=schemas,
+            # Provider shapes carry each tool's input schema: load them with the search.
+            include_schemas=schemas or fmt is not None,
         )
         if not result.tools:
             engine.ensure_indexed()
@@ -205,17 +208,29 @@ def search(
         console.print(NO_MATCH, highlight=False)
     for hit in result.tools if schemas else ():
         console.print(f"[bold]{escape(hit.tool.id)}[/] input schema:", highlight=False)
-        console.print_json(json.dumps(hit.tool.input_schema or {}))
+        console.print_json(json.dumps(hit.schema or hit.tool.input_schema or {}))
 
 
 @app.command()
 def info(db: DbOption = None, as_json: JsonOption = False) -> None:
-    """Show counts, model and store location."""
-    engine = open_engine(db)
-    try:
-        data = engine.info()
-    finally:
-        engine.close()
+    """Show counts, model and store location (an index that does not exist is not created)."""
+    missing = missing_file(db)
+    if missing is None:
+        engine = open_engine(db)
+        try:
+            data = engine.info()
+        finally:
+            engine.close()
+    else:
+        # The model and settings still answer; a throwaway index stands in for the missing one.
+        with tempfile.TemporaryDirectory() as scratch:
+            engine = open_engine(str(Path(scratch) / "index.db"))
+            try:
+                data = engine.info()
+            finally:
+                engine.close()
+        data["store"] = SQLITE + missing
+        data["exists"] = False
     if as_json:
         console.print_json(json.dumps(data))
         return

@@ -31,6 +31,18 @@ def settings(db: str | None, **overrides: Any) -> Settings:
     return load_settings(db=db, **overrides)
 
 
+def missing_file(db: str | None) -> str | None:
+    """The SQLite file ``db`` names when it does not exist (None: it exists, or a server URL).
+
+    Raises:
+        ConfigError: the settings are invalid.
+    """
+    url = normalise_url(settings(db).db)
+    if url.startswith(SQLITE) and not Path(url.removeprefix(SQLITE)).exists():
+        return url.removeprefix(SQLITE)
+    return None
+
+
 def open_engine(db: str | None, *, must_exist: bool = False, **overrides: Any) -> Engine:
     """The engine over ``db``; with ``must_exist``, a SQLite file that is not there is an
     error rather than a new empty index (a search there could only ever answer nothing).

@@ -42,7 +42,10 @@ HostOption = Annotated[
     str | None,
     typer.Option(help="Interface to bind. Default 127.0.0.1 (settings.host); 0.0.0.0 exposes it."),
 ]
-PortOption = Annotated[int | None, typer.Option(help="TCP port (0: any free port).")]
+# Bounded here: an out-of-range port would otherwise wrap or bind a random one.
+PortOption = Annotated[
+    int | None, typer.Option(min=0, max=65535, help="TCP port (0: any free port).")
+]
 Loop = Literal["auto", "asyncio", "uvloop"]
 
 

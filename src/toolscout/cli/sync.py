@@ -106,6 +106,30 @@ def _print_sync(report: SyncReport, as_json: bool) -> None:
         console.print(f"  config {problem}", highlight=False, markup=False)
 
 
+def sync_with_progress(db: str | None, found: SourceSet, *, prune: bool = False) -> SyncReport:
+    """One sync pass of ``found`` into ``db``, showing servers listed and tools embedded.
+
+    Raises:
+        StoreError, EmbedError: from the engine (a source that fails is in the report).
+    """
+    engine = open_engine(db)
+    try:
+        with SyncProgress(len(found.servers)) as shown:
+            report = sync(
+                engine,
+                found.all_sources(),
+                progress=shown.embedded,
+                on_listed=shown.listed,
+                on_source=shown.source,
+            )
+        report.problems.extend(found.problems)
+        if prune:
+            prune_unlisted(engine, report)
+    finally:
+        engine.close()
+    return report
+
+
 @app.command("sync")
 def sync_(
     catalogs: CatalogArg = None,
@@ -129,21 +153,7 @@ def sync_(
     its tools are kept.
     """
     found = _sources(db, mcp_config, tool_dir_list(tools_dir), catalogs, timeout)
-    engine = open_engine(db)
-    try:
-        with SyncProgress(len(found.servers)) as shown:
-            report = sync(
-                engine,
-                found.all_sources(),
-                progress=shown.embedded,
-                on_listed=shown.listed,
-                on_source=shown.source,
-            )
-        report.problems.extend(found.problems)
-        if prune:
-            prune_unlisted(engine, report)
-    finally:
-        engine.close()
+    report = sync_with_progress(db, found, prune=prune)
     _print_sync(report, as_json)
     if not report.ok:
         raise typer.Exit(5)
@@ -162,7 +172,7 @@ def remove(
     as_json: JsonOption = False,
 ) -> None:
     """Delete every tool of the named sources or servers from the index."""
-    engine = open_engine(db)
+    engine = open_engine(db, must_exist=True)
     try:
         removed = remove_sources(engine, names)
     finally:

@@ -2,12 +2,12 @@
 
 ``Gateway`` (service.py) describes and calls tools over pooled upstream sessions
 (sessions.py) under a policy (policy.py), with an audit log (audit.py); server.py puts it on
-the MCP server, exposure.py keeps found tools in its tool list; names.py and formats.py give
-provider-valid names and Anthropic / OpenAI tool shapes.
+the MCP server, exposure.py keeps found tools in its tool list under the provider-valid
+names of :mod:`toolscout.formats` (re-exported here).
 """
 
+from toolscout.formats.names import NameMap, provider_name, tool_id_from_name
 from toolscout.gateway.audit import AuditLog
-from toolscout.gateway.names import NameMap, provider_name, tool_id_from_name
 from toolscout.gateway.policy import Policy
 from toolscout.gateway.service import Gateway, SchemaAnswer
 from toolscout.gateway.sessions import Limits

@@ -11,8 +11,10 @@ Clients and where their configuration lives (user scope):
 The entry launches this installation's ``toolscout`` by absolute path with an absolute index
 path. With ``move_servers`` the servers already configured there move into a file of
 toolscout's own, which the entry names with ``--mcp-config``, so the client loads one server
-(the gateway) instead of all of them. The old file is kept as ``NAME.bak-TIMESTAMP`` and the
-new one replaces it atomically.
+(the gateway) instead of all of them; without it the entry names the client's own file, whose
+servers the gateway then calls (reading it skips toolscout's own entry). The old file is kept
+as ``NAME.bak-TIMESTAMP`` and the new one replaces it atomically. :func:`check_entry` starts
+the written entry as the client would and lists its tools.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 import platformdirs
 
 from toolscout.errors import ConfigError
+from toolscout.ingest.mcpconfig import is_toolscout_entry
 
 CLIENTS = ("claude-desktop", "claude-code", "cursor")
 ENTRY = "toolscout"
@@ -71,6 +74,17 @@ class InstallPlan:
     moved: dict[str, Any] = field(default_factory=dict)
     upstream_path: Path | None = None
 
+    @property
+    def entry(self) -> dict[str, Any]:
+        """The toolscout entry as written."""
+        entry: dict[str, Any] = self.document["mcpServers"][ENTRY]
+        return entry
+
+    @property
+    def servers_file(self) -> Path:
+        """The file whose servers the gateway calls (and ``sync`` indexes)."""
+        return self.upstream_path if self.upstream_path is not None else self.path.absolute()
+
 
 def _read(path: Path) -> dict[str, Any]:
     if not path.exists():
@@ -100,18 +114,46 @@ def plan_install(
     args = [*command[1:], "mcp", "--gateway"]
     plan = InstallPlan(path=path, document=doc)
     if move_servers:
-        plan.moved = {k: v for k, v in servers.items() if k != ENTRY}
+        plan.moved = {k: v for k, v in servers.items() if k != ENTRY and not is_toolscout_entry(v)}
         folder = upstream_dir or Path(platformdirs.user_config_dir("toolscout"))
         plan.upstream_path = (folder / f"upstream-{path.stem}.json").absolute()
         for name in plan.moved:
             del servers[name]
-        args += ["--mcp-config", str(plan.upstream_path)]
+    args += ["--mcp-config", str(plan.servers_file)]
     servers[ENTRY] = {
         "command": command[0],
         "args": args,
-        "env": {"TOOLSCOUT_DB": str(Path(db).expanduser().absolute())},
+        "env": {"TOOLSCOUT_DB": db if "://" in db else str(Path(db).expanduser().absolute())},
     }
     return plan
+
+
+async def check_entry(entry: dict[str, Any], *, timeout: float = 120.0) -> list[str]:
+    """Start the server ``entry`` describes over stdio, as a client would, and list its tools.
+
+    Raises:
+        ConfigError: it did not start, or did not answer ``tools/list`` within ``timeout``.
+    """
+    import anyio
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    params = StdioServerParameters(
+        command=entry["command"],
+        args=list(entry.get("args", [])),
+        env={**os.environ, **entry.get("env", {})},
+    )
+    try:
+        with anyio.fail_after(timeout):
+            async with Client(params) as client:
+                listed = await client.list_tools()
+    except TimeoutError:
+        raise ConfigError(
+            f"the toolscout entry did not list its tools within {timeout:g} s"
+        ) from None
+    except Exception as exc:  # edge: any launch failure is reported, with its text
+        raise ConfigError(f"the toolscout entry did not start: {exc}") from exc
+    return [tool.name for tool in listed.tools]
 
 
 def _write_json(path: Path, doc: dict[str, Any]) -> None:

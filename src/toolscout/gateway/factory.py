@@ -71,6 +71,7 @@ def build_gateway(engine: Engine, settings: Settings, servers: Sequence[ServerSp
         policy=policy,
         audit=audit,
         expose=g.expose,
+        expose_tokens=g.expose_tokens,
         limits=limits,
         max_concurrency=g.max_concurrency,
     )

@@ -1,23 +1,28 @@
-"""The gateway's MCP surface: ``get_tool_schemas`` and ``call_tool`` beside the search tools,
-and the tools a search found exposed under their own names.
+"""The gateway's MCP surface: ``search_tools``, ``get_tool_schemas`` and ``call_tool``, and the
+tools a search found exposed under their own names, within a token budget.
 
-:func:`create_gateway_server` builds the usual toolscout MCP server and registers onto it:
+:func:`create_gateway_server` builds the usual toolscout MCP server without its
+``get_tool_schema`` (one schema tool is enough), ``list_skills`` and ``search_skills``
+(``search_tools`` with ``strategy="hierarchical"`` searches by skill), lists no output
+schemas, and registers onto it:
 
 * ``get_tool_schemas(ids)``: several definitions in one call;
 * ``call_tool(id, arguments)``: forwarded through :class:`~toolscout.gateway.service.Gateway`;
   the upstream result comes back as it is; progress the caller asked for is relayed, and a
   cancelled call is cancelled upstream (the SDK sends the cancellation on);
 * a middleware for dynamic exposure: after ``search_tools`` the callable hits join the tool
-  list under their provider names (:mod:`toolscout.gateway.names`) and the client is told
+  list under their provider names (:mod:`toolscout.formats.names`), as many as the list's
+  token budget holds (:mod:`toolscout.gateway.budget`), and the client is told
   ``notifications/tools/list_changed`` (on the session for 2025-era connections, on the
-  subscription bus for 2026 ones); a call of such a name is run as ``call_tool``. The
-  capability ``tools.listChanged`` is announced to 2025-era clients.
+  subscription bus for 2026 ones); a call of any name that is not the gateway's own is run
+  as ``call_tool`` (which resolves provider and bare names). The capability
+  ``tools.listChanged`` is announced to 2025-era clients.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import replace
 from typing import Annotated, Any
 
@@ -35,6 +40,7 @@ from toolscout.api.gate import SearchGate
 from toolscout.api.mcp import READ_ONLY, create_mcp_server
 from toolscout.engine import Engine
 from toolscout.errors import ToolNotFound, ToolscoutError
+from toolscout.gateway.budget import fit, listed_entry
 from toolscout.gateway.service import Gateway
 from toolscout.models import Tool
 
@@ -51,6 +57,9 @@ CALLS = types.ToolAnnotations(
 )
 SEARCH_TOOLS = "search_tools"
 CALL_TOOL = "call_tool"
+#: The plain MCP server's tools the gateway does not list: each costs tokens on every turn, and
+#: get_tool_schemas, search_tools' strategy="hierarchical" do their jobs.
+LEFT_OUT = ("get_tool_schema", "list_skills", "search_skills")
 
 
 class ToolDefinition(BaseModel):
@@ -99,8 +108,16 @@ def create_gateway_server(
     Run it inside ``async with gateway:`` (the pool of upstream sessions)."""
     bus = InMemorySubscriptionBus()
     server = create_mcp_server(
-        engine, name=name, gate=gate, instructions=INSTRUCTIONS, subscriptions=bus
+        engine,
+        name=name,
+        gate=gate,
+        instructions=INSTRUCTIONS,
+        subscriptions=bus,
+        narrow=gateway.tools.narrow,
+        output_schemas=False,
     )
+    for tool in LEFT_OUT:
+        server.remove_tool(tool)
     register_gateway(server, gateway, bus)
     return server
 
@@ -181,41 +198,35 @@ class _ExposureMiddleware:
             result = await call_next(ctx)
             own = await self._own_names()
             if isinstance(result, dict) and isinstance(result.get("tools"), list):
-                result["tools"] = [*result["tools"], *self._listed(own)]
+                budget = await anyio.to_thread.run_sync(self.gateway.list_budget)
+                listed = fit(result["tools"], self._candidates(own), budget)
+                result["tools"] = [*result["tools"], *listed]
             return result
         if ctx.method == "tools/call" and ctx.params is not None:
             name = ctx.params.get("name")
             if isinstance(name, str) and name not in await self._own_names():
+                # An exposed name, or one that left the list: call_tool resolves both (and
+                # answers a name it cannot resolve with the closest ids).
                 tool = self.gateway.exposure.get(name)
-                if tool is not None:
-                    params = {
-                        **ctx.params,
-                        "name": CALL_TOOL,
-                        "arguments": {"id": tool.id, "arguments": ctx.params.get("arguments")},
-                    }
-                    return await call_next(replace(ctx, params=params))
+                params = {
+                    **ctx.params,
+                    "name": CALL_TOOL,
+                    "arguments": {
+                        "id": tool.id if tool is not None else name,
+                        "arguments": ctx.params.get("arguments"),
+                    },
+                }
+                return await call_next(replace(ctx, params=params))
             result = await call_next(ctx)
             if name == SEARCH_TOOLS:
                 await self._expose(ctx, result)
             return result
         return await call_next(ctx)
 
-    def _listed(self, own: set[str]) -> list[dict[str, Any]]:
-        listed = []
-        for name, tool in self.gateway.exposure.tools():
-            if name in own:
-                continue
-            entry: dict[str, Any] = {
-                "name": name,
-                "description": tool.description,
-                "inputSchema": tool.input_schema or {"type": "object"},
-            }
-            if tool.annotations:
-                entry["annotations"] = tool.annotations
-            if tool.output_schema:
-                entry["outputSchema"] = tool.output_schema
-            listed.append(entry)
-        return listed
+    def _candidates(self, own: set[str]) -> Iterator[dict[str, Any]]:
+        for name, tool in self.gateway.exposure.recent():
+            if name not in own:
+                yield listed_entry(name, tool)
 
     async def _expose(self, ctx: ServerRequestContext[Any, Any], result: Any) -> None:
         ids = _found_ids(result)

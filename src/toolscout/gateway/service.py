@@ -28,6 +28,7 @@ from toolscout.errors import (
     UpstreamError,
 )
 from toolscout.gateway.audit import AuditLog, CallRecord
+from toolscout.gateway.catalog import CallableTools
 from toolscout.gateway.exposure import Exposure
 from toolscout.gateway.policy import Policy
 from toolscout.gateway.sessions import Limits, UpstreamPool
@@ -69,6 +70,7 @@ class Gateway:
         policy: Policy | None = None,
         audit: AuditLog | None = None,
         expose: int = 16,
+        expose_tokens: int = 1500,
         limits: Mapping[str, Limits] | None = None,
         max_concurrency: int = 8,
     ) -> None:
@@ -76,11 +78,22 @@ class Gateway:
         self.policy = policy or Policy()
         self.audit = audit
         self.exposure = Exposure(expose)
+        self.expose_tokens = expose_tokens
         self.pool = UpstreamPool(list(servers), limits, max_concurrency=max_concurrency)
+        self.tools = CallableTools(engine, list(self.pool.upstreams), self.callable)
 
     @property
     def servers(self) -> list[str]:
         return sorted(self.pool.upstreams)
+
+    def list_budget(self) -> int:
+        """Tokens the whole tools list may cost: ``expose_tokens``, and never more than
+        listing the configured servers directly would.
+
+        Raises:
+            StoreError: the index could not be read.
+        """
+        return min(self.expose_tokens, self.tools.direct_tokens())
 
     def schemas(self, ids: Sequence[str]) -> SchemaAnswer:
         """The definitions of ``ids`` (in the order asked, each once).
@@ -118,9 +131,12 @@ class Gateway:
         progress: ProgressFnT | None = None,
     ) -> types.CallToolResult:
         """Call the tool ``tool_id`` upstream; returns the server's result as it is.
+        ``tool_id`` may also be the provider name the gateway exposes
+        (``time__get_current_time``) or the bare name of one callable tool.
 
         Raises:
-            ToolNotFound: no tool has that id.
+            ToolNotFound: no tool answers to that name (an ``UnknownTool`` suggesting the
+                closest callable ids).
             QueryError: the id names a prompt or resource, or arguments is not an object.
             CallDenied: the policy refuses the tool.
             InvalidArguments: the arguments do not match the input schema (names the field).
@@ -133,7 +149,7 @@ class Gateway:
         try:
             # One primary-key read (~0.1 ms): a worker-thread hop costs more than the read on a
             # busy machine, and it is on every forwarded call's path.
-            tool = self.engine.get_tool(tool_id)
+            tool = self.tools.resolve(tool_id)
             result = await self._forward(tool, args, progress)
             if result.is_error:
                 outcome = "tool_error"
@@ -149,7 +165,7 @@ class Gateway:
             if self.audit is not None:
                 self.audit.write(
                     CallRecord(
-                        tool=tool_id,
+                        tool=tool.id if tool is not None else tool_id,
                         server=tool.server if tool is not None else None,
                         arguments=args if isinstance(args, Mapping) else {},
                         duration_ms=(time.perf_counter() - started) * 1000,

@@ -14,7 +14,9 @@ stdio) or a ``url`` (streamable HTTP, or SSE when ``type`` says ``sse`` or the p
 ``${VAR}``, ``${VAR:-default}`` and VS Code's ``${env:VAR}`` are expanded from the environment;
 a variable that is unset and has no default makes that server a problem rather than launching
 it with a literal ``${...}``. A malformed entry becomes a :class:`Problem` naming the
-file, server and field; the other servers are still read.
+file, server and field; the other servers are still read. toolscout's own MCP entry (what
+``toolscout install`` writes into a client's file) is left out: indexing or proxying it
+would only find, and call, toolscout itself.
 """
 
 from __future__ import annotations
@@ -178,10 +180,22 @@ def _server_table(doc: Any, where: str) -> dict[str, Any]:
     )
 
 
+def is_toolscout_entry(entry: Any) -> bool:
+    """Whether a server entry launches toolscout's own MCP server (``toolscout mcp ...``,
+    ``python -m toolscout mcp ...``, ``uvx toolscout mcp ...``)."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
+        return False
+    raw = entry.get("args")
+    args: list[Any] = raw if isinstance(raw, list) else []
+    words = [Path(entry["command"]).name.removesuffix(".exe"), *map(str, args)]
+    names = [i for i, w in enumerate(words) if Path(w).name.removesuffix(".exe") == "toolscout"]
+    return bool(names) and "mcp" in words[names[0] + 1 :]
+
+
 def read_mcp_config(path: str | Path, *, timeout: float = DEFAULT_TIMEOUT) -> ServerConfigs:
     """Read every server of one configuration file; malformed entries become problems.
 
-    Disabled entries (``"disabled": true``) are left out.
+    Disabled entries (``"disabled": true``) and toolscout's own entry are left out.
 
     Raises:
         IngestError: the file cannot be read, is not JSON, or holds no server table.
@@ -202,6 +216,8 @@ def read_mcp_config(path: str | Path, *, timeout: float = DEFAULT_TIMEOUT) -> Se
     out = ServerConfigs()
     for name, entry in _server_table(doc, where).items():
         if isinstance(entry, dict) and entry.get("disabled") is True:
+            continue
+        if is_toolscout_entry(entry):
             continue
         try:
             out.servers.append(_parse(str(name), entry, where, timeout, os.environ))

@@ -311,8 +311,9 @@ def remove_sources(engine: Engine, names: Sequence[str]) -> dict[str, int]:
         QueryError: a name matches no indexed source or server (the message lists them).
         StoreError: from the engine.
     """
-    sources = {s for s in engine.store.counts_by("source") if s}
-    servers = {s for s in engine.store.counts_by("server") if s}
+    # counts_by names a NULL column "None": tools without a server are no server.
+    sources = {s for s in engine.store.counts_by("source") if s and s != "None"}
+    servers = {s for s in engine.store.counts_by("server") if s and s != "None"}
     found: dict[str, Filters] = {}
     for name in names:
         path = str(Path(name).expanduser().resolve())

@@ -275,7 +275,7 @@ def explain(
         servers=request.servers,
         item_types=(ItemType(request.item_type),) if request.item_type else None,
     )
-    metadata: dict[str, object] = dict(found.metadata)
+    metadata: dict[str, object] = {**found.metadata, "no_match": found.no_match}
     hits, tokens, (lw, vw) = explain_hits(
         engine.store,
         engine.searcher,

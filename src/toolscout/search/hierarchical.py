@@ -248,7 +248,14 @@ class HierarchicalSearcher:
             "calibration": self.searcher.calibration_status,
             "answerable": round(answerable, 6) if answerable is not None else None,
         }
-        return SearchResult(req.query, tools, matched, metadata, no_match=unlikely or not tools)
+        return SearchResult(
+            req.query,
+            tools,
+            matched,
+            metadata,
+            no_match=unlikely or not tools,
+            load_schemas=self.store.schemas,
+        )
 
     def _direct(self, req: SearchRequest, vectors: Vectors) -> _Stages:
         t1 = time.perf_counter()

@@ -7,27 +7,32 @@
   Responses function tools (``{"type": "function", "name", ...}``), optionally grouped into
   ``namespace`` tools (by skill or server).
 
-Names come from :mod:`toolscout.gateway.names`; every shape returns the :class:`NameMap`
+Names come from :mod:`toolscout.formats.names`; every shape returns the :class:`NameMap`
 that turns the name a model calls back into the toolscout id. :func:`render` is what the REST
 ``?format=`` and the CLI ``--format`` answer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
-from toolscout.gateway.names import NameMap
+from toolscout.formats.names import NameMap, provider_name
 from toolscout.models import SearchResult, Tool
 
 JSON = dict[str, Any]
 EMPTY_SCHEMA: JSON = {"type": "object", "properties": {}}
 
 
-def _schema(tool: Tool) -> JSON:
-    schema = dict(tool.input_schema or EMPTY_SCHEMA)
+Schemas = Mapping[str, JSON | None]
+
+
+def _schema(tool: Tool, schemas: Schemas | None) -> JSON:
+    # Search hits carry light tools (no schema); their schemas arrive beside them.
+    loaded = schemas.get(tool.id) if schemas is not None else None
+    schema = dict(loaded or tool.input_schema or EMPTY_SCHEMA)
     schema.setdefault("type", "object")
     return schema
 
@@ -49,12 +54,15 @@ class ProviderTools:
         return self.names.tool_id(name)
 
 
-def anthropic_tool(tool: Tool, names: NameMap, *, defer_loading: bool = True) -> JSON:
-    """One Anthropic tool definition (``anthropic.types.ToolParam``)."""
+def anthropic_tool(
+    tool: Tool, names: NameMap, *, defer_loading: bool = True, schemas: Schemas | None = None
+) -> JSON:
+    """One Anthropic tool definition (``anthropic.types.ToolParam``); its input schema is
+    ``schemas[tool.id]`` when given, else the tool's own."""
     out: JSON = {
         "name": names.name(tool.id),
         "description": _description(tool),
-        "input_schema": _schema(tool),
+        "input_schema": _schema(tool, schemas),
     }
     if defer_loading:
         out["defer_loading"] = True
@@ -66,35 +74,42 @@ def anthropic_reference(tool: Tool, names: NameMap) -> JSON:
     return {"type": "tool_reference", "tool_name": names.name(tool.id)}
 
 
-def to_anthropic(tools: Sequence[Tool], *, defer_loading: bool = True) -> ProviderTools:
-    """Anthropic definitions of ``tools`` plus a ``tool_reference`` block for each."""
+def to_anthropic(
+    tools: Sequence[Tool], *, defer_loading: bool = True, schemas: Schemas | None = None
+) -> ProviderTools:
+    """Anthropic definitions of ``tools`` plus a ``tool_reference`` block for each
+    (``schemas``: input schemas by tool id, for tools loaded without theirs)."""
     names = NameMap()
     return ProviderTools(
-        tools=[anthropic_tool(t, names, defer_loading=defer_loading) for t in tools],
+        tools=[
+            anthropic_tool(t, names, defer_loading=defer_loading, schemas=schemas) for t in tools
+        ],
         names=names,
         references=[anthropic_reference(t, names) for t in tools],
     )
 
 
-def openai_function(tool: Tool, names: NameMap) -> JSON:
+def openai_function(tool: Tool, names: NameMap, *, schemas: Schemas | None = None) -> JSON:
     """A Chat Completions tool (``openai.types.chat.ChatCompletionFunctionToolParam``)."""
     return {
         "type": "function",
         "function": {
             "name": names.name(tool.id),
             "description": _description(tool),
-            "parameters": _schema(tool),
+            "parameters": _schema(tool, schemas),
         },
     }
 
 
-def openai_response_tool(tool: Tool, names: NameMap, *, defer_loading: bool = False) -> JSON:
+def openai_response_tool(
+    tool: Tool, names: NameMap, *, defer_loading: bool = False, schemas: Schemas | None = None
+) -> JSON:
     """A Responses function tool (``openai.types.responses.FunctionToolParam``)."""
     out: JSON = {
         "type": "function",
         "name": names.name(tool.id),
         "description": _description(tool),
-        "parameters": _schema(tool),
+        "parameters": _schema(tool, schemas),
         "strict": False,
     }
     if defer_loading:
@@ -103,8 +118,6 @@ def openai_response_tool(tool: Tool, names: NameMap, *, defer_loading: bool = Fa
 
 
 def _namespace(key: str) -> str:
-    from toolscout.gateway.names import provider_name
-
     return provider_name(key)
 
 
@@ -114,17 +127,22 @@ def to_openai(
     api: Literal["chat", "responses"] = "chat",
     namespace: Callable[[Tool], str | None] | None = None,
     defer_loading: bool = False,
+    schemas: Schemas | None = None,
 ) -> ProviderTools:
     """OpenAI definitions of ``tools``. With ``api="responses"`` and ``namespace`` (a tool's
-    group, e.g. its skill or server), tools of one group share a ``namespace`` tool."""
+    group, e.g. its skill or server), tools of one group share a ``namespace`` tool.
+    ``schemas``: input schemas by tool id, for tools loaded without theirs."""
     names = NameMap()
     if api == "chat":
-        return ProviderTools(tools=[openai_function(t, names) for t in tools], names=names)
-    if namespace is None:
         return ProviderTools(
-            tools=[openai_response_tool(t, names, defer_loading=defer_loading) for t in tools],
-            names=names,
+            tools=[openai_function(t, names, schemas=schemas) for t in tools], names=names
         )
+
+    def shaped(tool: Tool) -> JSON:
+        return openai_response_tool(tool, names, defer_loading=defer_loading, schemas=schemas)
+
+    if namespace is None:
+        return ProviderTools(tools=[shaped(t) for t in tools], names=names)
     groups: dict[str, list[Tool]] = {}
     for tool in tools:
         groups.setdefault(namespace(tool) or "tools", []).append(tool)
@@ -133,7 +151,7 @@ def to_openai(
             "type": "namespace",
             "name": _namespace(key),
             "description": f"Tools of {key}: " + ", ".join(t.name for t in members),
-            "tools": [openai_response_tool(t, names, defer_loading=defer_loading) for t in members],
+            "tools": [shaped(t) for t in members],
         }
         for key, members in groups.items()
     ]

@@ -1,0 +1,35 @@
+"""The console's search page shows the calibrated verdict: ``answerable`` and ``no_match``."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from toolscout.api.http import create_app
+from toolscout.config import Settings
+from toolscout.engine import Engine
+
+
+@pytest.fixture
+def local(console_index: Path, tmp_path: Path, vector_cache: Path) -> Iterator[TestClient]:
+    db = tmp_path / "c.db"
+    shutil.copyfile(console_index, db)
+    engine = Engine.open(Settings(db=str(db), cache_dir=str(vector_cache)))
+    settings = Settings(db=engine.store.url, reports_dir=str(tmp_path / "reports"))
+    app = create_app(engine, settings)
+    with TestClient(app, client=("127.0.0.1", 50001), base_url="http://127.0.0.1") as c:
+        yield c
+    engine.close()
+
+
+def test_search_page_shows_answerable_and_no_match(local: TestClient) -> None:
+    served = local.get("/", params={"q": "send an email to a colleague", "strategy": "flat"})
+    assert served.status_code == 200
+    assert "answerable <b" in served.text and "<b>no_match</b>" not in served.text
+    nothing = local.get("/", params={"q": "bake sourdough bread at home", "strategy": "flat"})
+    assert nothing.status_code == 200
+    assert "<b>no_match</b>" in nothing.text
