@@ -344,9 +344,7 @@ class SearchResult:
         Raises:
             StoreError: the store could not be read.
         """
-        out: dict[str, JSON | None] = {
-            h.tool.id: h.schema if h.schema is not None else h.tool.input_schema for h in self.tools
-        }
+        out = {h.tool.id: h.schema or h.tool.input_schema for h in self.tools}
         missing = [tool_id for tool_id, schema in out.items() if schema is None]
         if missing and self.load_schemas is not None:
             out.update(self.load_schemas(missing))
@@ -354,48 +352,21 @@ class SearchResult:
 
     def to_anthropic(self, *, defer_loading: bool = True) -> Any:
         """The tools as Anthropic tools (with their input schemas) and ``tool_reference``
-        blocks.
+        blocks. Raises: StoreError (loading a schema the search left out)."""
+        from toolscout.formats.shapes import result_to_anthropic
 
-        Raises:
-            StoreError: a schema the search left out could not be loaded.
-        """
-        from toolscout.formats import to_anthropic
-
-        return to_anthropic(
-            [h.tool for h in self.tools],
-            defer_loading=defer_loading,
-            schemas=self.input_schemas(),
-        )
+        return result_to_anthropic(self, defer_loading=defer_loading)
 
     def to_openai(
         self, *, api: str = "chat", by_server: bool = False, by_skill: bool | None = None
     ) -> Any:
         """The tools as OpenAI tools. With ``api="responses"`` they may be grouped into
         namespaces: by server with ``by_server``, or by primary skill with ``by_skill`` (by
-        default when the result came from a strategy that uses skills).
+        default when the result came from a strategy that uses skills). Raises: StoreError
+        (loading a schema the search left out)."""
+        from toolscout.formats.shapes import result_to_openai
 
-        Raises:
-            StoreError: a schema the search left out could not be loaded.
-        """
-        from toolscout.formats import to_openai
-
-        if by_skill is None:
-            by_skill = not by_server and str(self.metadata.get("strategy_used")) in (
-                "hierarchical",
-                "hybrid",
-            )
-        skill = {h.tool.id: h.primary_skill_id for h in self.tools}
-        group = None
-        if by_server:
-            group = lambda t: t.server  # noqa: E731
-        elif by_skill:
-            group = lambda t: skill.get(t.id) or t.server  # noqa: E731
-        return to_openai(
-            [h.tool for h in self.tools],
-            api=api,  # type: ignore[arg-type]
-            namespace=group,
-            schemas=self.input_schemas(),
-        )
+        return result_to_openai(self, api=api, by_server=by_server, by_skill=by_skill)
 
 
 @dataclass(frozen=True)

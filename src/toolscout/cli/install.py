@@ -81,13 +81,19 @@ def _index_servers(servers_file: Path, db: str, *, now: bool) -> None:
     """Index the servers of ``servers_file`` into ``db`` (or say how); every command printed
     names the same index the entry uses."""
     again = shlex.join(["toolscout", "sync", "--mcp-config", str(servers_file), "--db", db])
-    found = resolve_sources(settings(db), mcp_configs=[servers_file], timeout=DEFAULT_TIMEOUT)
-    if not now:
-        _say(f"index the servers with:\n  {again}")
-        return
-    if not found.servers:
-        open_engine(db).close()  # an index to serve, so the entry starts
-        _say(f"no MCP servers in {servers_file}; add some, then run:\n  {again}")
+    found = (
+        resolve_sources(settings(db), mcp_configs=[servers_file], timeout=DEFAULT_TIMEOUT)
+        if now
+        else None
+    )
+    if found is None or not found.servers:
+        # An index to serve, even empty: `toolscout mcp` refuses a missing one, and the client
+        # would only see "Connection closed".
+        open_engine(db).close()
+        if found is None:
+            _say(f"index the servers with:\n  {again}")
+        else:
+            _say(f"no MCP servers in {servers_file}; add some, then run:\n  {again}")
         return
     _say(f"indexing {len(found.servers)} server(s) into {db}")
     report = sync_with_progress(db, found)

@@ -158,6 +158,46 @@ def to_openai(
     return ProviderTools(tools=out, names=names)
 
 
+def result_to_anthropic(result: SearchResult, *, defer_loading: bool = True) -> ProviderTools:
+    """``SearchResult.to_anthropic()``: the found tools with their input schemas.
+
+    Raises:
+        StoreError: a schema the search left out could not be loaded.
+    """
+    tools = [h.tool for h in result.tools]
+    return to_anthropic(tools, defer_loading=defer_loading, schemas=result.input_schemas())
+
+
+def result_to_openai(
+    result: SearchResult,
+    *,
+    api: str = "chat",
+    by_server: bool = False,
+    by_skill: bool | None = None,
+) -> ProviderTools:
+    """``SearchResult.to_openai()``: Responses tools grouped by server, or by primary skill
+    (by default when the result came from a strategy that uses skills).
+
+    Raises:
+        StoreError: a schema the search left out could not be loaded.
+    """
+    if by_skill is None:
+        strategy = str(result.metadata.get("strategy_used"))
+        by_skill = not by_server and strategy in ("hierarchical", "hybrid")
+    skill = {h.tool.id: h.primary_skill_id for h in result.tools}
+    group: Callable[[Tool], str | None] | None = None
+    if by_server:
+        group = lambda t: t.server  # noqa: E731
+    elif by_skill:
+        group = lambda t: skill.get(t.id) or t.server  # noqa: E731
+    return to_openai(
+        [h.tool for h in result.tools],
+        api="responses" if api == "responses" else "chat",
+        namespace=group,
+        schemas=result.input_schemas(),
+    )
+
+
 class ProviderFormat(StrEnum):
     """The shapes a search result can be rendered in besides toolscout's own contract."""
 
