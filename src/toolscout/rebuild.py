@@ -4,7 +4,8 @@ The current index stays untouched and searchable until the new one is complete: 
 does not load, a model that cannot be opened, a failed write or a kill at any point leaves it
 as it was. What the new index cannot re-derive from the catalogs is carried over first: the
 skill catalog (without vectors, which belong to the old model's space), pending and decided
-skill suggestions, the skill bookkeeping, and the enrichment cache (LLM answers are costly).
+skill suggestions, the skill bookkeeping, the enrichment cache (LLM answers are costly) and
+the feedback log (what agents called after which request).
 The whole run holds the index's writer lock, so a sync cannot write into the old index only
 to be lost at the swap. Servers keep their loaded model: restart them after a rebuild.
 """
@@ -20,6 +21,7 @@ from toolscout.errors import IngestError
 from toolscout.ingest.sources import Loaded
 from toolscout.models import IndexReport
 from toolscout.store.base import Store, open_store
+from toolscout.store.transfer import copy_feedback
 
 #: meta keys of the skill layer a rebuild keeps.
 SKILL_META = ("skills_seeded",)
@@ -39,6 +41,7 @@ def _carry_over(old: Store, new: Store, loads: Sequence[Loaded]) -> None:
         value = old.get_meta(key)
         if value is not None:
             new.set_meta(key, value)
+    copy_feedback(old, new)
     tools = [t for loaded in loads for t in loaded.tools]
     groups = sorted({x for t in tools for x in (t.server, t.category) if x})
     ids = sorted({t.id for t in tools})

@@ -265,7 +265,7 @@ class _SearchNotes:
         return result
 
 
-def _client(session: object, protocol_version: str) -> object | None:
+def _client(session: object, protocol_version: str | None) -> object | None:
     """What tells one client from another, or None where requests stand alone (2026-era).
 
     The SDK builds a session object per request; the connection under it lasts as long as the
