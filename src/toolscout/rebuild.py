@@ -21,7 +21,6 @@ from toolscout.errors import IngestError
 from toolscout.ingest.sources import Loaded
 from toolscout.models import IndexReport
 from toolscout.store.base import Store, open_store
-from toolscout.store.transfer import copy_feedback
 
 #: meta keys of the skill layer a rebuild keeps.
 SKILL_META = ("skills_seeded",)
@@ -41,7 +40,6 @@ def _carry_over(old: Store, new: Store, loads: Sequence[Loaded]) -> None:
         value = old.get_meta(key)
         if value is not None:
             new.set_meta(key, value)
-    copy_feedback(old, new)
     tools = [t for loaded in loads for t in loaded.tools]
     groups = sorted({x for t in tools for x in (t.server, t.category) if x})
     ids = sorted({t.id for t in tools})
@@ -84,6 +82,7 @@ def rebuild_index(
                 engine = open_engine(staging)
             try:
                 _carry_over(current, engine.store, loads)
+                engine.feedback.carry_over(current)
                 report = engine.index(loads, progress=progress)
             finally:
                 engine.close()

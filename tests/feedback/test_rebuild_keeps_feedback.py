@@ -50,3 +50,19 @@ def test_copying_feedback_appends_every_row_oldest_first(tmp_path: Path) -> None
     finally:
         source.close()
         target.close()
+
+
+def test_rows_of_another_model_are_embedded_again_when_carried_over(
+    engine: Engine, tmp_path: Path
+) -> None:
+    source = SQLiteStore(f"sqlite:///{tmp_path / 'old.db'}")
+    try:
+        source.add_feedback(
+            [FeedbackRecord(0, 1.0, REQUEST, RIGHT, "success", (), "api", "old-model")], keep=10
+        )
+        assert engine.feedback.carry_over(source) == 1
+    finally:
+        source.close()
+    (row,) = engine.store.list_feedback(vectors=True)
+    assert row.embedder == engine.embedder.name and row.vector is not None
+    assert row.vector.shape == (engine.embedder.dim,)

@@ -10,6 +10,7 @@ import anyio
 from mcp import Client
 from upstreams import upstream_spec
 
+from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.gateway import Gateway
 from toolscout.gateway.server import create_gateway_server
@@ -64,14 +65,17 @@ def test_stateless_calls_are_matched_with_the_search_that_listed_the_tool(
     assert _rows(gw_engine) == [(QUERY, "up::add", "success", "gateway")]
 
 
-def test_a_gateway_with_feedback_off_records_nothing(gw_engine: Engine) -> None:
-    gw_engine.feedback.config = type(gw_engine.feedback.config)(enabled=False)
-    gateway = Gateway(gw_engine, [upstream_spec()])
+def test_a_gateway_with_feedback_off_records_nothing(gateway_settings: Settings) -> None:
+    engine = Engine.open(gateway_settings.model_copy(update={"feedback": False}))
+    gateway = Gateway(engine, [upstream_spec()])
 
     async def main() -> None:
-        async with gateway, Client(create_gateway_server(gw_engine, gateway)) as client:
+        async with gateway, Client(create_gateway_server(engine, gateway)) as client:
             await client.call_tool("search_tools", {"query": QUERY, "limit": 3})
             await client.call_tool("call_tool", ADD)
 
-    anyio.run(main)
-    assert gw_engine.feedback.summary()["rows"] == 0
+    try:
+        anyio.run(main)
+        assert engine.feedback.summary()["rows"] == 0
+    finally:
+        engine.close()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -26,6 +26,9 @@ OUTCOMES = ("success", "error")
 SOURCES = ("gateway", "api")
 MAX_QUERY_CHARS = 1000
 MAX_SHOWN = 50
+#: Past any retention limit: every row of a log.
+ALL_ROWS = 1_000_000_000
+EMBED_BATCH = 256
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,25 @@ class FeedbackService:
             vector=vector,
         )
         return self.store.add_feedback([record], keep=self.config.keep)[0]
+
+    def carry_over(self, source: Store) -> int:
+        """Append ``source``'s log to this index's (``index --rebuild``), oldest first; requests
+        embedded by another model are embedded again now, so the first search after the
+        rebuild does not pay for it. Returns how many rows were copied.
+
+        Raises: StoreError, EmbedError."""
+        rows = list(reversed(source.list_feedback(limit=ALL_ROWS, vectors=True)))
+        stale = [i for i, r in enumerate(rows) if r.query and r.embedder != self.embedder.name]
+        for start in range(0, len(stale), EMBED_BATCH):
+            batch = stale[start : start + EMBED_BATCH]
+            vectors = self.embedder.embed_query([rows[i].query for i in batch])
+            for i, vector in zip(batch, vectors, strict=True):
+                rows[i] = replace(
+                    rows[i], embedder=self.embedder.name, vector=np.asarray(vector, np.float32)
+                )
+        if rows:
+            self.store.add_feedback(rows, keep=max(self.config.keep, 1))
+        return len(rows)
 
     def log(self, *, tool_id: str | None = None, limit: int = 100) -> list[FeedbackRecord]:
         """Recorded calls, newest first (without vectors).
