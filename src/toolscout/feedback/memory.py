@@ -21,7 +21,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
@@ -58,11 +58,18 @@ class _Snapshot:
 
     key: Hashable
     vectors: NDArray[np.float32]  # (rows, dim), normalised
-    tools: tuple[str, ...]
+    tools: tuple[str, ...]  # the distinct tools called
+    tool_of_row: NDArray[np.intp]  # each row's index into ``tools``
     weights: NDArray[np.float32]  # sign (success +1, error -1) times age decay
 
 
-_EMPTY = _Snapshot(None, np.zeros((0, 0), dtype=np.float32), (), np.zeros(0, dtype=np.float32))
+_EMPTY = _Snapshot(
+    None,
+    np.zeros((0, 0), dtype=np.float32),
+    (),
+    np.zeros(0, dtype=np.intp),
+    np.zeros(0, dtype=np.float32),
+)
 
 
 class RequestMemory:
@@ -117,16 +124,12 @@ class RequestMemory:
         close = np.nonzero(sims >= p.threshold)[0]
         if close.size == 0:
             return {}
-        votes: dict[str, float] = {}
         reach = max(1e-6, 1.0 - p.threshold)
-        for row in close:
-            strength = float((sims[row] - p.threshold) / reach) * float(snap.weights[row])
-            tool = snap.tools[row]
-            votes[tool] = votes.get(tool, 0.0) + strength
+        strength = (sims[close] - p.threshold) / reach * snap.weights[close]
+        votes = np.bincount(snap.tool_of_row[close], weights=strength, minlength=len(snap.tools))
         return {
-            tool: p.boost * (1.0 - math.exp(-v / max(p.saturation, 1e-6)))
-            for tool, v in votes.items()
-            if v > 0
+            snap.tools[i]: p.boost * (1.0 - math.exp(-float(votes[i]) / max(p.saturation, 1e-6)))
+            for i in np.nonzero(votes > 0)[0]
         }
 
     def snapshot(self) -> _Snapshot:
@@ -148,21 +151,29 @@ class RequestMemory:
             return self._snapshot
 
     def _build(self, key: Hashable) -> _Snapshot:
-        rows = [r for r in self.store.list_feedback(limit=self.keep, vectors=True) if r.query]
-        if not rows:
-            return _Snapshot(key, _EMPTY.vectors, (), _EMPTY.weights)
-        vectors = self._vectors(rows)
+        # One matrix row per distinct (request, tool): a request repeated a hundred times costs
+        # one row of the per-search product, its weights summed.
         now = self.clock()
         half_life = max(self.params.half_life_days, 1e-6) * SECONDS_PER_DAY
-        weights = np.array(
-            [
-                (1.0 if r.outcome == "success" else -1.0)
-                * 0.5 ** (max(0.0, now - r.created_at) / half_life)
-                for r in rows
-            ],
-            dtype=np.float32,
-        )
-        return _Snapshot(key, vectors, tuple(r.tool_id for r in rows), weights)
+        weight: dict[tuple[str, str], float] = {}
+        first: dict[tuple[str, str], FeedbackRecord] = {}
+        for r in self.store.list_feedback(limit=self.keep, vectors=True):
+            if not r.query:
+                continue
+            pair = (r.query, r.tool_id)
+            sign = 1.0 if r.outcome == "success" else -1.0
+            age = max(0.0, now - r.created_at)
+            weight[pair] = weight.get(pair, 0.0) + sign * 0.5 ** (age / half_life)
+            first.setdefault(pair, r)
+        if not first:
+            return replace(_EMPTY, key=key)
+        pairs = sorted(first)
+        vectors = self._vectors([first[p] for p in pairs])
+        tools = tuple(sorted({tool for _, tool in pairs}))
+        index = {t: i for i, t in enumerate(tools)}
+        tool_of_row = np.array([index[tool] for _, tool in pairs], dtype=np.intp)
+        weights = np.array([weight[p] for p in pairs], dtype=np.float32)
+        return _Snapshot(key, vectors, tools, tool_of_row, weights)
 
     def _vectors(self, rows: Sequence[FeedbackRecord]) -> NDArray[np.float32]:
         """Each row's request vector; rows recorded under another model (an index rebuilt
