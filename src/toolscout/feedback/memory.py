@@ -53,7 +53,7 @@ class MemoryParams:
 
 
 @dataclass(frozen=True)
-class _Snapshot:
+class Snapshot:
     """The recorded requests as one matrix, built once per change of the feedback log."""
 
     key: Hashable
@@ -63,7 +63,7 @@ class _Snapshot:
     weights: NDArray[np.float32]  # sign (success +1, error -1) times age decay
 
 
-_EMPTY = _Snapshot(
+_EMPTY = Snapshot(
     None,
     np.zeros((0, 0), dtype=np.float32),
     (),
@@ -110,7 +110,7 @@ class RequestMemory:
         scored = [Scored(h.id, h.score + gains.get(h.id, 0.0)) for h in fused]
         return sorted(scored, key=lambda h: (-h.score, h.id))
 
-    def gains(self, snap: _Snapshot, query_vectors: NDArray[np.float32]) -> dict[str, float]:
+    def gains(self, snap: Snapshot, query_vectors: NDArray[np.float32]) -> dict[str, float]:
         """The bounded boost of each tool the resembling requests voted for."""
         if not snap.tools:
             return {}
@@ -132,13 +132,13 @@ class RequestMemory:
             for i in np.nonzero(votes > 0)[0]
         }
 
-    def snapshot(self) -> _Snapshot:
+    def snapshot(self) -> Snapshot:
         """The current matrix of recorded requests (rebuilt when the log changed).
 
         Raises: StoreError, EmbedError."""
         return self._current()
 
-    def _current(self) -> _Snapshot:
+    def _current(self) -> Snapshot:
         version = self.store.data_version()
         with self._lock:
             if version is not None and version == self._version:
@@ -150,7 +150,7 @@ class RequestMemory:
             self._version = version
             return self._snapshot
 
-    def _build(self, key: Hashable) -> _Snapshot:
+    def _build(self, key: Hashable) -> Snapshot:
         # One matrix row per distinct (request, tool): a request repeated a hundred times costs
         # one row of the per-search product, its weights summed.
         now = self.clock()
@@ -173,7 +173,7 @@ class RequestMemory:
         index = {t: i for i, t in enumerate(tools)}
         tool_of_row = np.array([index[tool] for _, tool in pairs], dtype=np.intp)
         weights = np.array([weight[p] for p in pairs], dtype=np.float32)
-        return _Snapshot(key, vectors, tools, tool_of_row, weights)
+        return Snapshot(key, vectors, tools, tool_of_row, weights)
 
     def _vectors(self, rows: Sequence[FeedbackRecord]) -> NDArray[np.float32]:
         """Each row's request vector; rows recorded under another model (an index rebuilt

@@ -22,8 +22,6 @@ from toolscout.store.base import FeedbackRecord, Store
 
 #: What a call ended in.
 OUTCOMES = ("success", "error")
-#: Who recorded a row.
-SOURCES = ("gateway", "api")
 MAX_QUERY_CHARS = 1000
 MAX_SHOWN = 50
 #: Past any retention limit: every row of a log.
