@@ -180,6 +180,15 @@ class Settings(BaseSettings):
     )
     enrich_max_age_days: float = Field(default=7.0, gt=0, description="regenerate older ones")
 
+    feedback: bool = Field(
+        default=True,
+        description="record which tool was called after which request, and whether it worked, "
+        "in the index, and rank those tools higher for similar requests (False: neither)",
+    )
+    feedback_keep: int = Field(
+        default=10_000, ge=0, description="recorded calls kept per index (the oldest go first)"
+    )
+
     api_key: str | None = None
     read_key: str | None = None
     host: str = "127.0.0.1"

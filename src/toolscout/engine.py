@@ -3,7 +3,9 @@
 * :class:`~toolscout.indexing.IndexWriter` - prepare, hash, embed in batches, upsert;
 * :class:`~toolscout.search.service.SearchService` - every search, behind the result cache;
 * :class:`~toolscout.skills.service.SkillService` - catalog, classifiers, suggestions;
-* :class:`~toolscout.enrich.service.EnrichmentService` - enrichment and re-indexing.
+* :class:`~toolscout.enrich.service.EnrichmentService` - enrichment and re-indexing;
+* :class:`~toolscout.feedback.service.FeedbackService` - recorded calls and what ranking
+  learns from them.
 
 ``Engine.open`` puts them together from settings (:mod:`toolscout.wiring`). The engine is
 synchronous; async edges call it through a worker thread.
@@ -26,6 +28,7 @@ from toolscout.enrich.llm import LLM
 from toolscout.enrich.pipeline import EnrichmentPipeline, Fields
 from toolscout.enrich.service import EnrichmentService
 from toolscout.errors import EmptyIndex
+from toolscout.feedback.service import FeedbackConfig, FeedbackService
 from toolscout.indexing import IndexWriter, Prepared, input_hash, plan_index, prepare
 from toolscout.ingest.synclog import Inventory, inventory
 from toolscout.models import (
@@ -74,6 +77,7 @@ class Engine:
         skill_llm: LLM | None = None,
         skills_starter: bool = True,
         classify_concurrency: int = 4,
+        feedback: FeedbackConfig | None = None,
     ) -> None:
         """Raises: ConfigError (the store was built with another embedder), StoreError,
         EmbedError (loading the starter catalog into a new index embeds it)."""
@@ -83,6 +87,9 @@ class Engine:
         self.searcher = HybridSearcher(store, embedder, config)
         self.writer = IndexWriter(store, embedder)
         self.search_service = SearchService(store, self.searcher, cache_size=result_cache_size)
+        #: Recorded calls (record/log/clear/summary); its memory boosts the fused ranking.
+        self.feedback = FeedbackService(store, embedder, feedback)
+        self.searcher.boost = self.feedback.memory
         pipeline = (
             EnrichmentPipeline(store, enricher, max_age_days=enrich_max_age_days)
             if enricher is not None
@@ -394,6 +401,7 @@ class Engine:
             "analyzer": ident.analyzer if ident else None,
             "query_encoder": query_encoder(self.embedder),
             "fusion": self.searcher.config.fusion,
+            "feedback": self.feedback.summary(),
         }
 
     def close(self) -> None:

@@ -4,7 +4,8 @@ The current index stays untouched and searchable until the new one is complete: 
 does not load, a model that cannot be opened, a failed write or a kill at any point leaves it
 as it was. What the new index cannot re-derive from the catalogs is carried over first: the
 skill catalog (without vectors, which belong to the old model's space), pending and decided
-skill suggestions, the skill bookkeeping, and the enrichment cache (LLM answers are costly).
+skill suggestions, the skill bookkeeping, the enrichment cache (LLM answers are costly) and
+the feedback log (what agents called after which request).
 The whole run holds the index's writer lock, so a sync cannot write into the old index only
 to be lost at the swap. Servers keep their loaded model: restart them after a rebuild.
 """
@@ -80,6 +81,7 @@ def rebuild_index(
                 engine = open_engine(staging)
             try:
                 _carry_over(current, engine.store, loads)
+                engine.feedback.carry_over(current)
                 report = engine.index(loads, progress=progress)
             finally:
                 engine.close()

@@ -10,6 +10,7 @@ from toolscout.config import Settings, load_settings
 from toolscout.embed.stack import open_embedder_stack
 from toolscout.enrich.factory import open_enricher
 from toolscout.enrich.llm import open_llm
+from toolscout.feedback.service import FeedbackConfig
 from toolscout.search.hybrid import DEFAULT_FIELD_WEIGHTS, SearchConfig
 from toolscout.store.base import open_store
 
@@ -46,6 +47,7 @@ def open_engine(cls: type[Engine], settings: Settings | None, overrides: dict[st
             skill_llm=open_llm(s),
             skills_starter=s.skills_starter,
             classify_concurrency=s.llm_concurrency,
+            feedback=FeedbackConfig(enabled=s.feedback, keep=s.feedback_keep),
         )
     except Exception:
         store.close()

@@ -28,6 +28,12 @@ WRITES: list[tuple[str, str, dict[str, Any] | None]] = [
     ("POST", "/api/v1/suggestions/1/reject", {"reason": "duplicate"}),
     ("POST", "/api/v1/enrichment/server/gmail/profile", None),
     ("POST", "/api/v1/enrichment/sync", None),
+    (
+        "POST",
+        "/api/v1/feedback",
+        {"query": "send an email", "tool_id": "gmail::send_email", "outcome": "success"},
+    ),
+    ("DELETE", "/api/v1/feedback", None),
 ]
 WRITE_TEMPLATES = {
     ("POST", "/api/v1/skills"),
@@ -39,12 +45,16 @@ WRITE_TEMPLATES = {
     ("POST", "/api/v1/suggestions/{suggestion_id}/reject"),
     ("POST", "/api/v1/enrichment/server/{server}/profile"),
     ("POST", "/api/v1/enrichment/sync"),
+    ("POST", "/api/v1/feedback"),
+    ("DELETE", "/api/v1/feedback"),
 }
 #: Governance reads that expose drafts or job state: admin only as well.
 ADMIN_READS = [
     ("GET", "/api/v1/suggestions", None),
     ("GET", "/api/v1/skills/classify/x", None),
     ("GET", "/api/v1/enrichment/jobs/x", None),
+    ("GET", "/api/v1/feedback", None),
+    ("GET", "/api/v1/feedback/learned", None),
 ]
 READS = [
     ("GET", "/api/v1/search?query=send+an+email", None),

@@ -12,6 +12,7 @@ from toolscout.store.base import (
     LEXICAL_FIELDS,
     Classified,
     EnrichmentRecord,
+    FeedbackRecord,
     IndexEntry,
     IndexIdentity,
     Store,
@@ -316,3 +317,44 @@ def test_enrichment_cache_round_trips(store: Store) -> None:
         ("llm-v1", "tool", "ok", 1, 31),
     ]
     assert store.delete_enrichments("tool", ["a::b", "a::c"]) == 2
+
+
+def feedback(
+    tool_id: str, outcome: str, at: float, vector: NDArray[np.float32] | None = None
+) -> FeedbackRecord:
+    return FeedbackRecord(
+        0, at, f"request for {tool_id}", tool_id, outcome, ("a::b", tool_id), "api", "m", vector
+    )
+
+
+def test_feedback_log_appends_reads_newest_first_and_keeps_the_newest(store: Store) -> None:
+    version = store.data_version()
+    ids = store.add_feedback(
+        [feedback("a::b", "success", 1.0, unit(1, 0)), feedback("a::c", "error", 2.0)], keep=10
+    )
+    assert ids == sorted(ids) and len(set(ids)) == 2
+    assert store.data_version() != version  # cached results see new feedback
+    rows = store.list_feedback(vectors=True)
+    assert [r.tool_id for r in rows] == ["a::c", "a::b"]
+    first = rows[1]
+    assert (first.id, first.created_at, first.query, first.outcome) == (
+        ids[0], 1.0, "request for a::b", "success",
+    )  # fmt: skip
+    assert (first.shown, first.source, first.embedder) == (("a::b", "a::b"), "api", "m")
+    assert rows[1].vector is not None and np.allclose(rows[1].vector, unit(1, 0))
+    assert rows[0].vector is None
+    assert store.list_feedback()[1].vector is None  # vectors only when asked
+    assert [r.tool_id for r in store.list_feedback(tool_id="a::b")] == ["a::b"]
+    assert store.feedback_summary() == {
+        "rows": 2, "success": 1, "error": 1, "tools": 2, "last_id": ids[1],
+    }  # fmt: skip
+    store.add_feedback([feedback("a::d", "success", 3.0)], keep=2)
+    assert [r.tool_id for r in store.list_feedback()] == ["a::d", "a::c"]
+
+
+def test_feedback_clears_per_tool_and_whole(store: Store) -> None:
+    store.add_feedback([feedback(t, "success", 1.0) for t in ("a::b", "a::b", "a::c")], keep=10)
+    assert store.clear_feedback("a::b") == 2
+    assert [r.tool_id for r in store.list_feedback()] == ["a::c"]
+    assert store.clear_feedback() == 1
+    assert store.feedback_summary()["rows"] == 0

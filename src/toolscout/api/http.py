@@ -354,6 +354,7 @@ def create_app(
     _tool_routes(app)
     from toolscout.api.console import console_router
     from toolscout.api.enrich_http import enrich_routes  # these import this module too
+    from toolscout.api.feedback_http import feedback_routes
     from toolscout.api.service_http import docs_route, service_routes
     from toolscout.api.skills_http import skill_routes  # it imports this module's helpers
 
@@ -361,6 +362,7 @@ def create_app(
     docs_route(app)
     skill_routes(app)
     enrich_routes(app)
+    feedback_routes(app)
     app.router.routes.append(mcp.route())
     app.include_router(console_router(s))  # the web console at /
     guard = GuardConfig(

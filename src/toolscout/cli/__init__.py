@@ -111,7 +111,7 @@ def _register() -> None:
     # Importing a command module adds its commands to ``app``.
     from toolscout.cli import core  # noqa: F401
 
-    for optional in ("skills", "serve", "sync", "enrich", "db", "install", "config"):
+    for optional in ("skills", "serve", "sync", "enrich", "db", "install", "config", "feedback"):
         try:
             __import__(f"toolscout.cli.{optional}")
         except ModuleNotFoundError as exc:

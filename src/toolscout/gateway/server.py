@@ -157,12 +157,14 @@ def register_gateway(server: MCPServer, gateway: Gateway, bus: SubscriptionBus) 
         async def relay(progress: float, total: float | None, message: str | None) -> None:
             await ctx.report_progress(progress, total, message)
 
+        client = _client(ctx.session, ctx.protocol_version)
         try:
-            return await gateway.call(id, arguments, progress=relay)
+            return await gateway.call(id, arguments, progress=relay, session=client)
         except ToolscoutError as exc:
             return _failure(exc)
 
     server.middleware.append(_ExposureMiddleware(server, gateway, bus))
+    server.middleware.append(_SearchNotes(gateway))
 
 
 CallNext = Callable[[ServerRequestContext[Any, Any]], Awaitable[Any]]
@@ -253,6 +255,36 @@ class _ExposureMiddleware:
             if self.gateway.callable(tool):
                 out.append(tool)
         return out
+
+
+class _SearchNotes:
+    """Remembers each session's last ``search_tools`` request and hits, so the calls that
+    follow are recorded as feedback for it (:meth:`Gateway.call`)."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
+        result = await call_next(ctx)
+        params = ctx.params or {}
+        if ctx.method == "tools/call" and params.get("name") == SEARCH_TOOLS:
+            arguments = params.get("arguments")
+            query = arguments.get("query") if isinstance(arguments, dict) else None
+            if isinstance(query, str) and query.strip():
+                client = _client(ctx.session, ctx.protocol_version)
+                self.gateway.searches.note(client, query, _found_ids(result))
+        return result
+
+
+def _client(session: object, protocol_version: str | None) -> object | None:
+    """What tells one client from another, or None where requests stand alone (2026-era).
+
+    The SDK builds a session object per request; the connection under it lasts as long as the
+    client's, but is not public on the session, hence the private read. Should it go, calls are
+    matched through the recent searches instead (see ``RecentSearches.origin``)."""
+    if protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return None
+    return getattr(session, "_connection", None)
 
 
 def _found_ids(result: Any) -> list[str]:

@@ -27,6 +27,7 @@ from toolscout.errors import (
     ToolscoutError,
     UpstreamError,
 )
+from toolscout.feedback.recent import RecentSearches
 from toolscout.gateway.audit import AuditLog, CallRecord
 from toolscout.gateway.catalog import CallableTools
 from toolscout.gateway.exposure import Exposure
@@ -49,6 +50,8 @@ _OUTCOMES: tuple[tuple[type[ToolscoutError], str], ...] = (
     (ToolNotFound, "not_found"),
     (ToolscoutError, "error"),
 )
+#: Outcomes of calls that reached the upstream server, as feedback records them.
+_FEEDBACK = {"ok": "success", "tool_error": "error", "upstream_error": "error"}
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,8 @@ class Gateway:
         self.expose_tokens = expose_tokens
         self.pool = UpstreamPool(list(servers), limits, max_concurrency=max_concurrency)
         self.tools = CallableTools(engine, list(self.pool.upstreams), self.callable)
+        #: Each session's last search: a relayed call is recorded as feedback for it.
+        self.searches = RecentSearches()
 
     @property
     def servers(self) -> list[str]:
@@ -129,10 +134,12 @@ class Gateway:
         arguments: Mapping[str, Any] | None = None,
         *,
         progress: ProgressFnT | None = None,
+        session: object | None = None,
     ) -> types.CallToolResult:
         """Call the tool ``tool_id`` upstream; returns the server's result as it is.
         ``tool_id`` may also be the provider name the gateway exposes
-        (``time__get_current_time``) or the bare name of one callable tool.
+        (``time__get_current_time``) or the bare name of one callable tool. A call that
+        reached the server is recorded as feedback for ``session``'s last search.
 
         Raises:
             ToolNotFound: no tool answers to that name (an ``UnknownTool`` suggesting the
@@ -173,6 +180,21 @@ class Gateway:
                         error=error,
                     )
                 )
+            if tool is not None and outcome in _FEEDBACK:
+                await self._learn(session, tool.id, _FEEDBACK[outcome])
+
+    async def _learn(self, session: object | None, tool_id: str, outcome: str) -> None:
+        """Record the call for the search it followed (none: nothing to learn from)."""
+        search = self.searches.origin(session, tool_id)
+        if search is None:
+            return
+        record = self.engine.feedback.record
+        try:
+            await anyio.to_thread.run_sync(
+                lambda: record(search.query, tool_id, outcome, shown=search.shown, source="gateway")
+            )
+        except ToolscoutError as exc:  # feedback never fails a call
+            log.warning("gateway: could not record feedback for %s: %s", tool_id, exc)
 
     async def _forward(
         self, tool: Tool, args: Mapping[str, Any], progress: ProgressFnT | None

@@ -37,6 +37,7 @@ from numpy.typing import NDArray
 from toolscout.embed.base import Embedder
 from toolscout.errors import EmptyQuery, QueryError
 from toolscout.models import Filters, Ranked, Scored, SearchMode
+from toolscout.search.boost import Boost
 from toolscout.search.calibration import Calibration, Evidence, load_calibration
 from toolscout.search.fusion import fuse_rrf, fuse_scores, spread_intents
 from toolscout.search.intents import split_intents
@@ -134,6 +135,8 @@ class HybridSearcher:
                 "`python bench/fit/calibrate.py --write`",
                 self.calibration_status,
             )
+        #: Learned from use (``toolscout.feedback``): set by the engine, None when off.
+        self.boost: Boost | None = None
         # Only stores whose reads gain from overlapping get the threads.
         self._legs = (
             ThreadPoolExecutor(max_workers=LEG_THREADS, thread_name_prefix="toolscout-leg")
@@ -221,10 +224,12 @@ class HybridSearcher:
         tokens = query_tokens(text)
         lexical: list[Scored] = []
         runs: list[list[Scored]] = []
+        embedded: list[NDArray[np.float32]] = []
 
         def vector_leg() -> list[list[Scored]]:
             t0 = time.perf_counter()
             vecs = query_vectors if query_vectors is not None else self.embed_query(text)
+            embedded.append(vecs)
             timings["embed_ms"] = (time.perf_counter() - t0) * 1000
             t0 = time.perf_counter()
             found = self.store.nearest_many(vecs, limit=n, filters=filters)
@@ -244,6 +249,8 @@ class HybridSearcher:
             runs = vector_leg()
         vector = _best_of(runs, n)
         fused = self._fuse(mode, tokens, lexical, vector)
+        if self.boost is not None and embedded:
+            fused = self.boost.apply(embedded[0], fused)
         if mode is not SearchMode.BM25 and cfg.intent_fusion and len(runs) > 1:
             fused = spread_intents(fused, _owners(runs), len(runs), places or limit)
         fused = self._boost_exact_name(text, fused)

@@ -215,7 +215,59 @@ class EnrichStore(Protocol):
         ...
 
 
-class Store(SkillStore, EnrichStore, Protocol):
+@dataclass(frozen=True)
+class FeedbackRecord:
+    """One observed call (``toolscout.feedback``): after ``query`` was searched and ``shown``
+    listed, ``tool_id`` was called and ended in ``outcome`` (``success`` or ``error``).
+
+    ``id`` is assigned by the store (0 before it is written); ``created_at`` is seconds since
+    the epoch; ``source`` says who recorded it (``gateway``, ``api``); ``vector`` is the
+    request's embedding by ``embedder`` (None when the request is unknown or not embedded).
+    """
+
+    id: int
+    created_at: float
+    query: str
+    tool_id: str
+    outcome: str
+    shown: tuple[str, ...]
+    source: str
+    embedder: str
+    vector: NDArray[np.float32] | None = None
+
+
+class FeedbackStore(Protocol):
+    """The feedback log (table ``feedback``): what agents called after which request.
+
+    Rows belong to the index they are stored with; deleting a tool keeps its rows (they are
+    history, and a tool that comes back gets its history back). Every write moves the data
+    version, so cached results see new feedback at once.
+    """
+
+    def add_feedback(self, records: Sequence[FeedbackRecord], *, keep: int) -> list[int]:
+        """Append ``records`` and delete the oldest rows beyond the newest ``keep``, in one
+        transaction; returns the new ids. Raises: StoreError."""
+        ...
+
+    def list_feedback(
+        self, *, tool_id: str | None = None, limit: int = 100, vectors: bool = False
+    ) -> list[FeedbackRecord]:
+        """Rows newest first (with their vectors when ``vectors``). Raises: StoreError."""
+        ...
+
+    def clear_feedback(self, tool_id: str | None = None) -> int:
+        """Delete every row (of ``tool_id`` only, when given); returns how many.
+
+        Raises: StoreError."""
+        ...
+
+    def feedback_summary(self) -> dict[str, int]:
+        """``rows``, ``success``, ``error``, ``tools`` (distinct tools called) and ``last_id``
+        (0 when empty). Raises: StoreError."""
+        ...
+
+
+class Store(SkillStore, EnrichStore, FeedbackStore, Protocol):
     """Persistence plus the two retrieval legs. Every write is one transaction."""
 
     url: str

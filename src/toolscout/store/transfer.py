@@ -1,7 +1,8 @@
 """Copy a whole index from one store to another (``toolscout migrate``), vectors and all.
 
 Tools, vectors, skills (with their vectors), assignments, classification state, suggestions,
-the enrichment cache and the skill bookkeeping in ``meta`` are copied as they are. Lexical
+the enrichment cache, the feedback log and the skill bookkeeping in ``meta`` are copied as
+they are. Lexical
 fields are the exception: the SQLite store's FTS5 table is contentless, so no store can hand
 its analysed fields back. They are re-derived by ``derive`` (the engine's own indexing path,
 with the enrichment cache copied first) and each tool's re-derived text hash is compared with
@@ -26,6 +27,8 @@ Progress = Callable[[int, int], None]
 #: meta keys the skill layer keeps (the identity and schema version are the target's own).
 COPIED_META = ("skills_seeded",)
 BATCH = 500
+#: Past any retention limit: every row of a feedback log.
+ALL_FEEDBACK = 1_000_000_000
 
 
 @dataclass
@@ -38,6 +41,7 @@ class TransferReport:
     assignments: int = 0
     suggestions: int = 0
     enrichments: int = 0
+    feedback: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -113,6 +117,17 @@ def _copy_skills(source: Store, target: Store, ids: Sequence[str], report: Trans
         report.suggestions += 1
 
 
+def copy_feedback(source: Store, target: Store) -> int:
+    """Append ``source``'s feedback log to ``target``'s, oldest first, vectors and all (rows
+    embedded by another model are embedded again when the memory loads them).
+
+    Raises: StoreError."""
+    rows = list(reversed(source.list_feedback(limit=ALL_FEEDBACK, vectors=True)))
+    if rows:
+        target.add_feedback(rows, keep=ALL_FEEDBACK)
+    return len(rows)
+
+
 def copy_index(
     source: Store, target: Store, derive: Derive, *, progress: Progress | None = None
 ) -> TransferReport:
@@ -137,6 +152,7 @@ def copy_index(
     with target.bulk():
         _copy_tools(source, target, tools, derive, report, progress)
     _copy_skills(source, target, ids, report)
+    report.feedback = copy_feedback(source, target)
     for key in COPIED_META:
         value = source.get_meta(key)
         if value is not None:

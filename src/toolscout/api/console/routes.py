@@ -19,7 +19,7 @@ from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import RedirectResponse, Response
 
 from toolscout.api.console import evaluations, governance
-from toolscout.api.console.access import COOKIE, check_key, check_read, session_token
+from toolscout.api.console.access import COOKIE, check_key, check_read, is_admin, session_token
 from toolscout.api.console.render import error_page, page, static
 from toolscout.api.console.status import recent_errors, summarise
 from toolscout.api.gate import SearchGate
@@ -156,6 +156,8 @@ def _status_page(router: APIRouter, settings: Settings) -> None:
                 "inventory": engine.inventory() if code == 200 else None,
                 "metrics": summarise(request.app.state.metrics.registry),
                 "errors": recent_errors().entries(),
+                # Recorded requests are users' own words: shown to the admin session only.
+                "learned": engine.feedback.learned() if is_admin(request) else None,
                 "settings": {
                     "embed_model": settings.embed_model,
                     "query_encoder": settings.query_encoder,

@@ -16,21 +16,23 @@ import numpy as np
 from numpy.typing import NDArray
 
 from toolscout.models import JSON, Filters, Skill, SkillAssignment, Suggestion, Tool
-from toolscout.store.base import Classified, EnrichmentRecord, IndexIdentity
+from toolscout.store.base import Classified, EnrichmentRecord, FeedbackRecord, IndexIdentity
 from toolscout.store.sql.dialect import Database
 from toolscout.store.sql.enrich import EnrichmentTables
+from toolscout.store.sql.feedback import FeedbackTables
 from toolscout.store.sql.skills import SkillTables
 from toolscout.store.sql.tools import ToolRows
 
 
 class SQLStore:
-    """Meta, identity, tool reads, skills and enrichments over one database."""
+    """Meta, identity, tool reads, skills, enrichments and feedback over one database."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
         self.tool_rows = ToolRows(db)
         self.skill_tables = SkillTables(db)
         self.enrichments = EnrichmentTables(db)
+        self.feedback = FeedbackTables(db)
 
     # -- meta and identity ------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
@@ -187,3 +189,22 @@ class SQLStore:
     def enrichment_summary(self) -> list[tuple[str, str, str, int, int]]:
         """Raises: StoreError."""
         return self.enrichments.enrichment_summary()
+
+    # -- feedback ---------------------------------------------------------------------------
+    def add_feedback(self, records: Sequence[FeedbackRecord], *, keep: int) -> list[int]:
+        """Raises: StoreError."""
+        return self.feedback.add_feedback(records, keep=keep)
+
+    def list_feedback(
+        self, *, tool_id: str | None = None, limit: int = 100, vectors: bool = False
+    ) -> list[FeedbackRecord]:
+        """Raises: StoreError."""
+        return self.feedback.list_feedback(tool_id=tool_id, limit=limit, vectors=vectors)
+
+    def clear_feedback(self, tool_id: str | None = None) -> int:
+        """Raises: StoreError."""
+        return self.feedback.clear_feedback(tool_id)
+
+    def feedback_summary(self) -> dict[str, int]:
+        """Raises: StoreError."""
+        return self.feedback.feedback_summary()

@@ -90,6 +90,23 @@ MIGRATIONS: list[tuple[int, str]] = [
         );
         """,
     ),
+    (
+        3,
+        """
+        CREATE TABLE feedback (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            created_at REAL NOT NULL,
+            query TEXT NOT NULL,
+            tool_id TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            shown TEXT NOT NULL DEFAULT '[]',
+            source TEXT NOT NULL,
+            embedder TEXT NOT NULL DEFAULT '',
+            vector BLOB
+        );
+        CREATE INDEX feedback_tool ON feedback(tool_id);
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -1,0 +1,19 @@
+"""The one hook a learned adjustment takes into a search (``toolscout.feedback``'s memory):
+applied once, to the fused candidates, before they are cut to the limit."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from toolscout.models import Scored
+
+
+class Boost(Protocol):
+    """Re-scores fused candidates from the request's vectors (one row per intent)."""
+
+    def apply(self, query_vectors: NDArray[np.float32], fused: list[Scored]) -> list[Scored]:
+        """``fused`` re-ordered, best first; never fails a search (problems are logged)."""
+        ...
