@@ -378,6 +378,7 @@ def main() -> int:
     parser.add_argument("--sets", nargs="+", default=["short", "long"])
     parser.add_argument("--sql-lexical", action="store_true", help="also postings_cache=0")
     parser.add_argument("--pg-options", nargs="*", default=[], help="K=V store URL options")
+    parser.add_argument("--out", type=Path, help="default: bench/out/postgres-hier.json")
     args = parser.parse_args()
     # Fallbacks to the whole catalog are counted in the report, not logged per query.
     logging.getLogger("toolscout.search").setLevel(logging.ERROR)
@@ -417,8 +418,8 @@ def main() -> int:
         "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         "results": results,
     }
-    out = Path(__file__).parent / "out" / "postgres-hier.json"
-    out.parent.mkdir(exist_ok=True)
+    out = args.out or Path(__file__).parent / "out" / "postgres-hier.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2), encoding="utf-8")
     print(json.dumps(report, indent=2))
     return 0
