@@ -140,7 +140,8 @@ def main() -> int:
     }
     out = args.out or Path(__file__).parent / "out" / "postgres_serve.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"args": vars(args), "results": results}, indent=2), "utf-8")
+    report = {"args": vars(args), "results": results}
+    out.write_text(json.dumps(report, indent=2, default=str), "utf-8")
     print("| store | workers | connections | req/s | p50 | p99 | non-2xx |")
     print("|---|---|---|---|---|---|---|")
     for name, r in results.items():

@@ -48,13 +48,13 @@ CASES: dict[str, tuple[list[str], str]] = {
     "sync_freshness": (["sync.py", "freshness", "--edits", "2", "--debounce-ms", "50"],
                        r'"save_to_search_ms"'),
     "sync_catalog": (["sync.py", "catalog", "--catalog", "{catalog}"], r'"no_change_embedded"'),
-    "embedder_quality": (["embedder_quality.py", "--sets", "paraphrase_test", "toolbench_stable",
+    "embedder_quality": (["embedder_quality.py", "--sets", "toolbench_stable",
                           "--latency-rounds", "1", "--out", "{out}"],
                          r"local:tool-minilm-l6\s+toolbench_stable\s+hybrid"),
     "console": (["console.py", "--runs", "1", "--out", "{out}/console.json"],
                 r"page\s+requests\s+bytes\s+decoded\s+cold ms\s+warm ms"),
     "postgres": (["postgres.py", "--sizes", "250", "--queries", "4", "--out", "{out}/pg.json"],
-                 r'"vector_recall@10"'),
+                 r'"identical_hybrid_top10": "\d+/\d+"'),
     "postgres_hier": (["postgres_hier.py", "--sizes", "250", "--queries", "3",
                        "--out", "{out}/hier.json"], r'"results"'),
     "postgres_serve": (["postgres_serve.py", "--size", "250", "--connections", "2", "--seconds",
@@ -78,6 +78,7 @@ def test_benchmark_runs_on_a_tiny_catalog_and_prints_its_figures(
     case: str, scripts: Scripts, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     argv, marker = CASES[case]
+    (tmp_path / "out").mkdir()
     values = {"out": str(tmp_path / "out")}
     if any("{catalog}" in a for a in argv):
         values["catalog"] = str(request.getfixturevalue("tiny_catalog"))
