@@ -14,6 +14,7 @@ import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,26 +29,26 @@ TINY_TOOLS = 60
 PARAPHRASE = ROOT / "tests" / "data" / "livemcp_paraphrase" / "queries.jsonl"
 
 
-def _rows(path: Path) -> list[dict[str, object]]:
+def _rows(path: Path) -> list[dict[str, Any]]:
     lines = path.read_text(encoding="utf-8").splitlines()
     return [json.loads(line) for line in lines if line.strip()]
 
 
-def _stride(rows: list[dict[str, object]], n: int) -> list[dict[str, object]]:
+def _stride(rows: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
     return rows[:: max(1, len(rows) // n)][:n]
 
 
-def _write_rows(path: Path, rows: Iterable[dict[str, object]]) -> None:
+def _write_rows(path: Path, rows: Iterable[dict[str, Any]]) -> None:
     text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
     path.write_text(text, encoding="utf-8")
 
 
-def shrink_set(source: Path, target: Path, requests: list[dict[str, object]]) -> None:
+def shrink_set(source: Path, target: Path, requests: list[dict[str, Any]]) -> None:
     """Write ``target/tools.jsonl`` (gold tools of ``requests`` first in file order, then a
     stride of the others) and, when the set has requests, ``target/queries.jsonl``."""
     target.mkdir(parents=True)
     tools = _rows(source / "tools.jsonl")
-    gold = {str(g) for row in requests for g in row.get("gold") or []}  # type: ignore[attr-defined]
+    gold = {str(g) for row in requests for g in row.get("gold") or []}
     kept = {str(t["id"]) for t in tools if t["id"] in gold}
     for tool in _stride(tools, TINY_TOOLS):
         if len(kept) >= max(TINY_TOOLS, len(gold)):
