@@ -73,12 +73,15 @@ def tiny_bench(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def bench_env(tiny_bench: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """The scripts' environment: this checkout's package, the tiny data, and a private home,
-    so caches (embedding vectors, the skills bench's indexes, tiktoken's file) start empty, as
-    on a CI runner, and are shared by the scripts of one session."""
+    """The scripts' environment: this checkout's package, the tiny data, and a private home and
+    temporary folder, so caches (embedding vectors, the skills bench's indexes, tiktoken's file)
+    start empty, as on a CI runner, are shared by the scripts of one session, and go with the
+    session's temporary files."""
     home = tmp_path_factory.mktemp("bench-home")
     runtime = home / "runtime"
     runtime.mkdir(mode=0o700)
+    scratch = home / "tmp"  # the scripts' own temporary folders (some keep theirs) end up here
+    scratch.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSCOUT_")}
     env.update(
         PYTHONPATH=os.pathsep.join(p for p in (str(ROOT / "src"), env.get("PYTHONPATH")) if p),
@@ -90,6 +93,7 @@ def bench_env(tiny_bench: Path, tmp_path_factory: pytest.TempPathFactory) -> dic
         XDG_RUNTIME_DIR=str(runtime),
         BENCH_DIR=str(home / "skills-bench"),
         TIKTOKEN_CACHE_DIR=str(home / "tiktoken"),
+        TMPDIR=str(scratch),
     )
     return env
 
