@@ -42,6 +42,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -305,7 +306,8 @@ def bench_config(
         if baseline:
             first = httpx.get(f"http://127.0.0.1:{port}/api/v1/tools?limit=1", timeout=30)
             tool_id = first.json()["items"][0]["id"]
-            scripts["get"].write_text(lua_script([], "GET", f"/api/v1/tools/{tool_id}"))
+            path = f"/api/v1/tools/{quote(tool_id, safe=':')}"  # ids may hold spaces
+            scripts["get"].write_text(lua_script([], "GET", path))
             row = run_wrk(f"http://127.0.0.1:{port}", scripts["get"], 32, duration)
             rows.append({"config": cfg.label, "route": "GET /api/v1/tools/{id}", **row})
             print(json.dumps(rows[-1]), flush=True)

@@ -260,6 +260,7 @@ def main() -> int:
     parser.add_argument(
         "--bulk-above", type=int, default=BULK_ABOVE, help="load PostgreSQL in store.bulk() above"
     )
+    parser.add_argument("--out", type=Path, help="default: bench/out/postgres-bulk<N>.json")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="toolscout-bench-pg-"))
     pg_url = args.pg_url or start_server(workdir)
@@ -270,8 +271,8 @@ def main() -> int:
         run_size(size, pg_url, workdir, embedder, queries, qv, args.bulk_above)
         for size in args.sizes
     ]
-    out = Path(__file__).parent / "out" / f"postgres-bulk{args.bulk_above}.json"
-    out.parent.mkdir(exist_ok=True)
+    out = args.out or Path(__file__).parent / "out" / f"postgres-bulk{args.bulk_above}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2), encoding="utf-8")
     print(json.dumps(results, indent=2))
     for path in workdir.glob("*.db*"):  # the SQLite files are large; the server cleans up

@@ -72,8 +72,9 @@ from toolscout.embed.base import open_embedder
 from toolscout.embed.cache import CachedEmbedder
 from toolscout.models import SearchRequest
 from toolscout.search.hierarchical import HierarchicalSearcher
-from toolscout.search.hybrid import HybridSearcher
-from toolscout.search.text import ANALYZER_VERSION, split_sentences
+from toolscout.search.hybrid import MAX_ROWS, HybridSearcher
+from toolscout.search.intents import split_intents
+from toolscout.search.text import ANALYZER_VERSION
 from toolscout.skills.catalog import SkillCatalog, starter_skills
 from toolscout.skills.centroid import recompute_centroids, refresh_profiles
 from toolscout.skills.classify import OfflineClassifier, to_assignments
@@ -108,6 +109,11 @@ def query_sets(n: int) -> dict[str, list[str]]:
     return sets
 
 
+def intent_texts(query: str) -> tuple[str, ...]:
+    """The texts ``HybridSearcher.embed_query`` asks the embedder for (default config)."""
+    return tuple(split_intents(query)[:MAX_ROWS])
+
+
 class FixedQueries:
     """An embedder whose ``embed_query`` answers from vectors computed beforehand, so timings
     exclude the model (both stores get the same vectors)."""
@@ -116,9 +122,8 @@ class FixedQueries:
         self.inner = inner
         self.name, self.dim = inner.name, inner.dim
         self.known: dict[tuple[str, ...], Vec] = {}
-        for q in queries:  # the texts HybridSearcher.embed_query will ask for
-            clauses = split_sentences(q)
-            texts = tuple(clauses[:8]) if len(clauses) > 1 else (q.strip(),)
+        for q in queries:
+            texts = intent_texts(q)
             if texts not in self.known:
                 self.known[texts] = inner.embed_query(list(texts))
 
@@ -258,9 +263,7 @@ def query_rows(embedder: FixedQueries, sets: dict[str, list[str]]) -> dict[str, 
     for name, queries in sets.items():
         rows: list[Vec] = []
         for q in queries:
-            clauses = split_sentences(q)
-            texts = tuple(clauses[:8]) if len(clauses) > 1 else (q.strip(),)
-            rows.extend(embedder.known[texts])
+            rows.extend(embedder.known[intent_texts(q)])
         out[name] = rows
     return out
 
@@ -316,8 +319,9 @@ def run_size(
     # empty (or preloaded, with postings_warm), one pass of the short queries.
     t0 = time.perf_counter()
     joining = PostgresStore(pg_store_url)
-    if joining._warmer is not None:
-        joining._warmer.thread.join()
+    warmer = joining.lexical_leg._warmer  # the lexical leg's preloading thread
+    if warmer is not None:
+        warmer.thread.join()
     opened = time.perf_counter() - t0
     res = time_queries(joining, fixed, sets["short"], passes=1)
     joining.close()
@@ -378,6 +382,7 @@ def main() -> int:
     parser.add_argument("--sets", nargs="+", default=["short", "long"])
     parser.add_argument("--sql-lexical", action="store_true", help="also postings_cache=0")
     parser.add_argument("--pg-options", nargs="*", default=[], help="K=V store URL options")
+    parser.add_argument("--out", type=Path, help="default: bench/out/postgres-hier.json")
     args = parser.parse_args()
     # Fallbacks to the whole catalog are counted in the report, not logged per query.
     logging.getLogger("toolscout.search").setLevel(logging.ERROR)
@@ -417,8 +422,8 @@ def main() -> int:
         "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         "results": results,
     }
-    out = Path(__file__).parent / "out" / "postgres-hier.json"
-    out.parent.mkdir(exist_ok=True)
+    out = args.out or Path(__file__).parent / "out" / "postgres-hier.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2), encoding="utf-8")
     print(json.dumps(report, indent=2))
     return 0

@@ -87,7 +87,7 @@ def drive(db: str, paths: list[str], args: argparse.Namespace, workdir: Path) ->
         script = workdir / "paths.lua"
         script.write_text(LUA % ",".join(json.dumps(p) for p in paths), encoding="utf-8")
         base = f"http://127.0.0.1:{port}"
-        warm = ["wrk", "-t2", "-c8", "-d10s", "-s", str(script), base]
+        warm = ["wrk", "-t2", "-c8", f"-d{args.warmup_seconds}s", "-s", str(script), base]
         subprocess.run(warm, check=True, capture_output=True, timeout=120)
         run = ["wrk", "-t2", f"-c{args.connections}", f"-d{args.seconds}s", "--timeout", "10s"]
         out = subprocess.run(
@@ -114,6 +114,8 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--connections", type=int, default=64)
     parser.add_argument("--seconds", type=int, default=30)
+    parser.add_argument("--warmup-seconds", type=int, default=10, help="wrk run before timing")
+    parser.add_argument("--out", type=Path, help="default: bench/out/postgres_serve.json")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="toolscout-bench-serve-"))
     pg_url = with_schema(start_server(workdir), "serve")
@@ -136,9 +138,10 @@ def main() -> int:
         name: drive(db, paths, args, workdir)
         for name, db in (("sqlite", lite), ("postgres", pg_url))
     }
-    out = Path(__file__).parent / "out" / "postgres_serve.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps({"args": vars(args), "results": results}, indent=2), "utf-8")
+    out = args.out or Path(__file__).parent / "out" / "postgres_serve.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    report = {"args": vars(args), "results": results}
+    out.write_text(json.dumps(report, indent=2, default=str), "utf-8")
     print("| store | workers | connections | req/s | p50 | p99 | non-2xx |")
     print("|---|---|---|---|---|---|---|")
     for name, r in results.items():

@@ -153,6 +153,7 @@ def main() -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--out", type=Path, help="default: bench/out/qdrant-<what>.json")
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="toolscout-qdrant-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -168,8 +169,8 @@ def main() -> int:
             result = latency(url, workdir, embedder, args.sizes, args.queries)
     finally:
         server.cleanup()
-    out = Path(__file__).parent / "out" / f"qdrant-{args.what}.json"
-    out.parent.mkdir(exist_ok=True)
+    out = args.out or Path(__file__).parent / "out" / f"qdrant-{args.what}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2), "utf-8")
     print(json.dumps(result, indent=2))
     return 0

