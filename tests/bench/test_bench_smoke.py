@@ -62,6 +62,8 @@ CASES: dict[str, tuple[list[str], str]] = {
     "natural": (["natural.py", "--sets", "single_intent", "toolbench_stable", "--max-queries", "3",
                  "--out", "{out}"], r"multi_intent hybrid"),
     "context_size": (["context_size.py", "--set", "livemcpbench"], r'"whole_catalog_tokens"'),
+    "feedback_replay": (["feedback_replay.py", "--sets", "metatool", "--future", "2",
+                         "--out", "{out}"], r'pooled \{"future_before"'),
 }  # fmt: skip
 
 
