@@ -27,7 +27,6 @@ from toolscout.enrich.pipeline import EnrichmentPipeline, Fields
 from toolscout.enrich.service import EnrichmentService
 from toolscout.errors import EmptyIndex
 from toolscout.indexing import IndexWriter, Prepared, input_hash, plan_index, prepare
-from toolscout.ingest.synclog import Inventory, inventory
 from toolscout.models import (
     ClassifyProgress,
     ClassifyReport,
@@ -52,6 +51,7 @@ from toolscout.skills.catalog import SkillCatalog
 from toolscout.skills.service import SkillService
 from toolscout.skills.suggestions import SuggestionQueue
 from toolscout.store.base import IndexIdentity, Store
+from toolscout.store.synclog import Inventory, inventory
 
 log = logging.getLogger("toolscout")
 

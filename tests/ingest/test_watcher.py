@@ -13,8 +13,8 @@ from mcp_test_servers import Catalog, tool
 
 from toolscout.engine import Engine
 from toolscout.ingest.mcpconfig import ServerSpec
-from toolscout.ingest.sync import SourceSet, SourceSummary, catalog_source
-from toolscout.ingest.watch import Watcher
+from toolscout.sync.sync import SourceSet, SourceSummary, catalog_source
+from toolscout.sync.watch import Watcher
 
 WAIT = 30.0  # generous bound for a busy CI machine; the usual wait is well under a second
 
