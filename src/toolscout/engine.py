@@ -139,7 +139,7 @@ class Engine:
         """Add new tools, update changed ones, skip unchanged ones (no embedding for those).
 
         With ``prune``, tools of each loaded source that the source no longer lists are deleted,
-        except when some of the source's entries could not be read (:func:`keep_unreadable`).
+        except those an entry that could not be read may stand for (:func:`keep_unreadable`).
         Concurrent runs on one index take turns (``Store.writer_lock``), so each reports only
         what it changed.
 
