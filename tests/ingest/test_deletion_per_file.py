@@ -12,8 +12,7 @@ from typer.testing import CliRunner
 from toolscout.cli import _register, app
 from toolscout.engine import Engine
 from toolscout.ingest.pyfile import ToolDirectory
-from toolscout.ingest.sources import Loaded
-from toolscout.models import Problem, Tool
+from toolscout.models import Loaded, Problem, Tool
 from toolscout.sync.sync import sync
 
 TOOLS = {
