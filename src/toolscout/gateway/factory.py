@@ -61,6 +61,7 @@ def build_gateway(engine: Engine, settings: Settings, servers: Sequence[ServerSp
                 g.servers[spec.name].max_concurrency if spec.name in g.servers else None
             )
             or g.max_concurrency,
+            max_result_bytes=g.max_result_bytes,
         )
         for spec in servers
     }
