@@ -77,6 +77,7 @@ def test_a_start_that_never_answers_fails_at_its_timeout_and_its_server_is_kille
             return time.monotonic() - start
 
     elapsed = anyio.run(main)
+    print(f"start timeout 1.5 s: the call failed after {elapsed:.2f} s")
     assert 1.0 <= elapsed <= 2.0, elapsed  # the server's shutdown is not the caller's wait
     assert not alive(int(pid_file.read_text()))
 
@@ -154,10 +155,11 @@ def test_a_signal_to_the_stdio_gateway_stops_a_stubborn_upstream_stuck_in_a_call
             upstream, gateway = map(int, pids.read_text(encoding="utf-8").split())
             found.update(upstream=upstream, gateway=gateway)
             os.kill(gateway, sig)
-            await anyio.to_thread.run_sync(
+            took = await anyio.to_thread.run_sync(
                 lambda: wait_until(lambda: not alive(gateway), "the gateway did not exit")
             )
             found["left_over"] = alive(upstream)
+            print(f"stdio gateway, {sig.name}: exited {took:.2f} s after the signal")
 
         async with Client(stdio_client(params), read_timeout_seconds=120) as client:
             await _stop_during_a_stuck_call(client, calls, stop)
@@ -195,8 +197,11 @@ def test_a_signal_to_the_http_gateway_stops_a_stubborn_upstream_stuck_in_a_call(
         url = urls.get(timeout=120) + "/mcp"
 
         async def stop() -> None:
+            start = time.monotonic()
             proc.send_signal(sig)
             await anyio.to_thread.run_sync(lambda: proc.wait(timeout=WAIT))
+            took = time.monotonic() - start
+            print(f"HTTP gateway, {sig.name}: exited {took:.2f} s after the signal")
 
         async def main() -> None:
             async with Client(url, read_timeout_seconds=120) as client:

@@ -73,12 +73,16 @@ def test_a_call_timed_out_on_a_large_answer_does_not_hold_up_the_next_call(
             with pytest.raises(UpstreamError, match="no answer"):
                 await g.call("up::blob", {"size": 20_000_000})
             # The fresh session starts off the caller's path, as soon as the call timed out.
+            timed_out = time.monotonic()
             with anyio.fail_after(30):
                 while up.starts < 2 or not up.has_session:
                     await anyio.sleep(0.02)
+            print(f"fresh session up {time.monotonic() - timed_out:.2f} s after the timeout")
             start = time.monotonic()
             result = await g.call("up::echo", {"text": "next"})
             assert _texts(result) == ["next"]
             return time.monotonic() - start
 
-    assert anyio.run(main) <= 1.0
+    took = anyio.run(main)
+    print(f"next call after a timed-out 20 MB answer: {took:.3f} s")
+    assert took <= 1.0
