@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -92,6 +93,8 @@ async def _stop_on_signal(gateway: Gateway, serving: anyio.CancelScope) -> None:
     ends by the signal itself because serving cannot always be cancelled: the SDK reads stdin
     in a worker thread that waits for the next line.
     """
+    if sys.platform == "win32":  # no signal handlers in the event loop there
+        return
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async for signum in signals:
             serving.cancel()
