@@ -32,8 +32,8 @@ from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.ingest.jsonfile import CatalogFile
 from toolscout.ingest.pyfile import ToolDirectory
-from toolscout.ingest.sync import SourceSet, SourceSummary, catalog_source, sync
-from toolscout.ingest.watch import Watcher
+from toolscout.sync.sync import SourceSet, SourceSummary, catalog_source, sync
+from toolscout.sync.watch import Watcher
 
 TOPICS = [
     "invoice",
@@ -159,7 +159,7 @@ def _timed_sync(engine: Engine, path: Path) -> tuple[float, float, SourceSummary
     t0 = time.perf_counter()
     loaded = CatalogFile(path, source=catalog_source(path)).read()
     t_read = time.perf_counter() - t0
-    from toolscout.ingest.sync import apply_listing
+    from toolscout.sync.sync import apply_listing
 
     summary = apply_listing(engine, loaded)
     return t_read, time.perf_counter() - t0, summary

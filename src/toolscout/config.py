@@ -23,6 +23,11 @@ from pydantic_settings import (
 
 from toolscout.errors import ConfigError
 
+#: The gateway's limit on one relayed result: 100,000 bytes is about 25,000 tokens, the output
+#: Claude Code accepts from one MCP tool call before it cuts the result itself
+#: (MAX_MCP_OUTPUT_TOKENS); other clients are stricter.
+DEFAULT_MAX_RESULT_BYTES = 100_000
+
 
 def default_db() -> str:
     return str(Path(platformdirs.user_data_dir("toolscout")) / "index.db")
@@ -103,6 +108,12 @@ class GatewaySettings(BaseModel):
         "listing the servers directly)",
     )
     max_concurrency: int = Field(default=8, ge=1, le=256, description="calls at once per server")
+    max_result_bytes: int = Field(
+        default=DEFAULT_MAX_RESULT_BYTES,
+        ge=0,
+        description="larger upstream results reach the agent cut down, with a notice (0: no "
+        "limit); the default, about 25,000 tokens, suits an agent's context",
+    )
     servers: dict[str, GatewayServer] = Field(default_factory=dict)
 
 

@@ -30,7 +30,6 @@ from toolscout.enrich.service import EnrichmentService
 from toolscout.errors import EmptyIndex
 from toolscout.feedback.service import FeedbackConfig, FeedbackService
 from toolscout.indexing import IndexWriter, Prepared, input_hash, plan_index, prepare
-from toolscout.ingest.synclog import Inventory, inventory
 from toolscout.models import (
     ClassifyProgress,
     ClassifyReport,
@@ -55,6 +54,7 @@ from toolscout.skills.catalog import SkillCatalog
 from toolscout.skills.service import SkillService
 from toolscout.skills.suggestions import SuggestionQueue
 from toolscout.store.base import IndexIdentity, Store
+from toolscout.store.synclog import Inventory, inventory
 
 log = logging.getLogger("toolscout")
 
@@ -146,7 +146,7 @@ class Engine:
         """Add new tools, update changed ones, skip unchanged ones (no embedding for those).
 
         With ``prune``, tools of each loaded source that the source no longer lists are deleted,
-        except when some of the source's entries could not be read (:func:`keep_unreadable`).
+        except those an entry that could not be read may stand for (:func:`keep_unreadable`).
         Concurrent runs on one index take turns (``Store.writer_lock``), so each reports only
         what it changed.
 

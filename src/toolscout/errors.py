@@ -67,6 +67,14 @@ class QueryError(ToolscoutError):
         self.message = message
 
 
+class ServerNotFound(QueryError):
+    """No indexed tool belongs to the named server (REST answers 404: the path names it)."""
+
+    def __init__(self, server: str) -> None:
+        super().__init__("server", f"no indexed tool belongs to {server!r}")
+        self.server = server
+
+
 class EmptyQuery(QueryError):
     """The query is empty or only whitespace: there is nothing to search for."""
 

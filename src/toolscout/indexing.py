@@ -70,32 +70,51 @@ def prepare(tool: Tool, enrichment: dict[str, str] | None = None) -> Prepared:
 
 
 def keep_unreadable(
-    store: Store, dropped: set[str], damaged: set[str], report: IndexReport
+    store: Store, dropped: set[str], damaged: dict[str, list[Problem]], report: IndexReport
 ) -> set[str]:
-    """Of the tools a prune would delete, keep those of sources with unreadable entries.
+    """Of the tools a prune would delete, keep those an unreadable entry may stand for.
 
-    An entry that cannot be read (a typo, a line half-written when it was read) may be one of
+    An entry that cannot be read (a typo, a file half-written when it was read) may be one of
     the tools the listing seems to have dropped; deleting it would lose indexed data for a
-    mistake the next save fixes. Those tools keep their indexed version and are reported.
+    mistake the next save fixes. An entry whose place names its ids (a tool file: its path)
+    keeps only those, and the report names the entry and the ids; an entry that names nothing
+    (a catalog line that does not parse) may be any tool of its source, which then keeps every
+    tool it no longer lists. ``damaged`` maps each source to its unreadable entries.
 
     Raises: StoreError.
     """
     if not dropped or not damaged:
         return dropped
     kept: set[str] = set()
-    for source in sorted(damaged):
-        mine = sorted(store.hashes(Filters(sources=(source,))).keys() & dropped)
-        if mine:
-            kept.update(mine)
+    for source, problems in sorted(damaged.items()):
+        mine = store.hashes(Filters(sources=(source,))).keys() & dropped
+        if not mine:
+            continue
+        if any(p.stands_for is None for p in problems):
+            ids = sorted(mine)
+            kept.update(ids)
             report.skipped.append(
                 Problem(
                     source,
                     "(prune)",
-                    f"kept {len(mine)} indexed tool(s) this source no longer lists, because "
-                    f"some of its entries could not be read (e.g. {mine[0]!r}); fix those "
+                    f"kept {len(ids)} indexed tool(s) this source no longer lists, because "
+                    f"some of its entries could not be read (e.g. {ids[0]!r}); fix those "
                     "entries and index or sync again",
                 )
             )
+            continue
+        for problem in problems:
+            own = sorted(mine.intersection(problem.stands_for or ()))
+            if own:
+                kept.update(own)
+                report.skipped.append(
+                    Problem(
+                        problem.location,
+                        "(prune)",
+                        f"kept indexed {', '.join(map(repr, own))}: this file could not be "
+                        "read, so its last good version stays; fix it and index or sync again",
+                    )
+                )
     return dropped - kept
 
 
@@ -127,11 +146,12 @@ def plan_index(
     report = IndexReport()
     tools: dict[str, Tool] = {}
     sources: set[str] = set()
-    damaged: set[str] = set()  # sources with entries that could not be read
+    damaged: dict[str, list[Problem]] = {}  # each source's entries that could not be read
     for loaded in loads:
         sources.add(loaded.source)
-        if any(not p.deliberate for p in loaded.problems):
-            damaged.add(loaded.source)
+        unreadable = [p for p in loaded.problems if not p.deliberate]
+        if unreadable:
+            damaged.setdefault(loaded.source, []).extend(unreadable)
         report.skipped.extend(loaded.problems)
         for tool in loaded.tools:
             if tool.id in tools:

@@ -163,6 +163,10 @@ class Problem:
     #: Skipped on purpose (a provider-run tool with nothing to search), not unreadable: a
     #: prune still deletes what its source no longer lists.
     deliberate: bool = False
+    #: The ids an unreadable entry can stand for, when its place alone says (a tool file's
+    #: path yields its id): a prune keeps only these. None: it may be any tool of its source,
+    #: so a prune keeps them all (a catalog line that does not parse names nothing).
+    stands_for: tuple[str, ...] | None = None
 
     def __str__(self) -> str:
         return f"{self.location}: {self.field}: {self.message}"

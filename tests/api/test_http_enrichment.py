@@ -71,9 +71,9 @@ def test_unknown_server_is_named_in_the_error(
     client: TestClient, admin_headers: dict[str, str]
 ) -> None:
     r = client.post("/api/v1/enrichment/server/no-such-server/profile", headers=admin_headers)
-    assert r.status_code == 422
+    assert r.status_code == 404  # the path names it, as for an unknown tool or skill
     error = r.json()["error"]
-    assert error["code"] == "invalid_parameter"
+    assert error["code"] == "server_not_found"
     assert error["field"] == "server"
     assert "no-such-server" in error["message"]
 

@@ -14,8 +14,8 @@ from support.backends import open_backend, with_options
 from toolscout.config import Settings
 from toolscout.errors import ConfigError
 from toolscout.models import Loaded, Tool
-from toolscout.rebuild import rebuild_index
 from toolscout.store.base import IndexEntry, IndexIdentity, Store, open_store
+from toolscout.sync.rebuild import rebuild_index
 
 NEW_IDENTITY = IndexIdentity("another-embedder", 4, "a2")
 

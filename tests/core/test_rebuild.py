@@ -16,7 +16,7 @@ from toolscout.engine import Engine
 from toolscout.errors import ConfigError, IngestError
 from toolscout.ingest.jsonfile import CatalogFile
 from toolscout.models import Skill
-from toolscout.rebuild import rebuild_index
+from toolscout.sync.rebuild import rebuild_index
 
 OLD = [
     {"name": "create_issue", "server": "github", "description": "Open a new issue."},

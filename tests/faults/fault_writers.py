@@ -36,8 +36,8 @@ from toolscout.embed.cache import CachedEmbedder
 from toolscout.engine import Engine
 from toolscout.errors import IngestError
 from toolscout.ingest.jsonfile import CatalogFile
-from toolscout.ingest.sync import sync
 from toolscout.store.base import open_store
+from toolscout.sync.sync import sync
 
 
 class _Counting:
@@ -97,7 +97,7 @@ def _run(request: dict[str, Any], embedder: Any, settings: Settings) -> dict[str
 
     op = request["op"]
     if op == "rebuild":
-        from toolscout.rebuild import rebuild_index
+        from toolscout.sync.rebuild import rebuild_index
 
         loads = [CatalogFile(Path(c)).read() for c in request["catalogs"]]
         db_settings = settings.model_copy(update={"db": request["db"]})

@@ -1,7 +1,7 @@
 """schemathesis over every route of the OpenAPI document without a key, with a wrong one and with
 the read key (the admin key's run is tests/api/test_http_fuzz.py): nothing generated gets a 5xx,
-every error has the one shape, and without a valid key nothing but the open routes answers
-anything but 401/403."""
+every answer passes schemathesis's checks, every error has the one shape, and without a valid key
+nothing but the open routes answers anything but 401/403."""
 
 from __future__ import annotations
 
@@ -83,8 +83,11 @@ def _checker(statuses: dict[str, Counter[int]]) -> Callable[[Any], None]:
     def check(case: Any) -> None:
         label = f"{case.operation.method.upper()} {case.operation.path}"
         for key, token in KEYS.items():  # one generated request, sent with each key
-            response = case.call(headers={"Authorization": f"Bearer {token}"} if token else {})
+            headers = {"Authorization": f"Bearer {token}"} if token else {}
+            response = case.call(headers=headers)
             statuses[key][response.status_code] += 1
+            # Every schemathesis check: documented status codes, headers and bodies.
+            case.validate_response(response, headers=headers)
             assert response.status_code < 500, (label, key, response.text)
             if response.status_code >= 400:
                 assert set(response.json()) == {"error"}, response.text

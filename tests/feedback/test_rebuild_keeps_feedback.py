@@ -10,10 +10,10 @@ from pathlib import Path
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.ingest.jsonfile import CatalogFile
-from toolscout.rebuild import rebuild_index
 from toolscout.store.base import FeedbackRecord
 from toolscout.store.sqlite import SQLiteStore
 from toolscout.store.transfer import copy_feedback
+from toolscout.sync.rebuild import rebuild_index
 
 STARTER = Path(str(resources.files("toolscout.data").joinpath("starter_catalog.json")))
 REQUEST = "open a PR from feature/search into main"

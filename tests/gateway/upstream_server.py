@@ -4,14 +4,18 @@ Built on the SDK's ``MCPServer``. Its tools cover what a gateway must pass on: p
 structured results, an ``isError`` result, progress, a slow tool, one that hangs, one that
 kills the process, and a destructive one. ``python upstream_server.py [stdio|http] [MARKER]``:
 ``MARKER`` is a file the ``crash`` tool's process appends its pid to, so a test can tell a
-restart happened.
+restart happened. With ``UPSTREAM_STUBBORN=1`` in its environment it ignores SIGTERM and keeps
+running after its input ends (only SIGKILL stops it); ``UPSTREAM_PIDS`` names a file it appends
+``PID PARENT_PID`` to, ``UPSTREAM_CALLS`` one it appends ``hang`` to when that call arrives.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import sys
+import time
 
 import anyio
 import mcp_types as types
@@ -62,8 +66,17 @@ async def sleep(seconds: float) -> str:
 @server.tool(annotations=READ_ONLY)
 async def hang() -> str:
     """Never answer."""
+    if os.environ.get("UPSTREAM_CALLS"):  # tells a test the call has arrived
+        with open(os.environ["UPSTREAM_CALLS"], "a", encoding="utf-8") as fh:
+            fh.write("hang\n")
     await anyio.sleep_forever()
     return "unreachable"
+
+
+@server.tool(annotations=READ_ONLY)
+def blob(size: int) -> str:
+    """Answer with size characters of text."""
+    return "x" * size
 
 
 @server.tool(annotations=READ_ONLY)
@@ -87,6 +100,12 @@ def wipe(path: str) -> str:
 if MARKER:
     with open(MARKER, "a", encoding="utf-8") as fh:
         fh.write(f"{os.getpid()}\n")
+if os.environ.get("UPSTREAM_PIDS"):
+    with open(os.environ["UPSTREAM_PIDS"], "a", encoding="utf-8") as fh:
+        fh.write(f"{os.getpid()} {os.getppid()}\n")
+STUBBORN = os.environ.get("UPSTREAM_STUBBORN") == "1"
+if STUBBORN:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 if TRANSPORT == "http":
     import uvicorn
@@ -98,4 +117,8 @@ if TRANSPORT == "http":
     config = uvicorn.Config(server.streamable_http_app(), log_level="warning", lifespan="on")
     uvicorn.Server(config).run(sockets=[sock])
 else:
-    server.run("stdio")
+    try:
+        server.run("stdio")
+    finally:
+        while STUBBORN:  # input ended (or its output broke): a well-behaved server exits here
+            time.sleep(60)

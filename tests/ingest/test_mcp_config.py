@@ -10,7 +10,7 @@ import pytest
 from toolscout.config import Settings
 from toolscout.errors import IngestError
 from toolscout.ingest.mcpconfig import read_mcp_config
-from toolscout.ingest.sync import resolve_sources
+from toolscout.sync.sync import resolve_sources
 
 
 def write(path: Path, payload: object) -> Path:

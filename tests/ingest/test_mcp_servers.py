@@ -14,8 +14,8 @@ from toolscout.engine import Engine
 from toolscout.errors import IngestError
 from toolscout.ingest.mcp import McpSource
 from toolscout.ingest.mcpconfig import ServerSpec, read_mcp_config
-from toolscout.ingest.sync import sync
 from toolscout.models import ItemType
+from toolscout.sync.sync import sync
 
 FIVE_TOOLS = [
     tool("read_file", "Read a text file from disk", path="file to read"),

@@ -22,7 +22,7 @@ from toolscout.engine import Engine
 from toolscout.ingest.mcp import McpSource
 from toolscout.ingest.mcpconfig import ServerSpec
 from toolscout.ingest.pyfile import ToolDirectory
-from toolscout.ingest.sync import catalog_source, resolve_sources, sync
+from toolscout.sync.sync import catalog_source, resolve_sources, sync
 
 
 class CountingEmbedder:

@@ -8,8 +8,8 @@ from pathlib import Path
 from toolscout.engine import Engine
 from toolscout.ingest.jsonfile import CatalogFile
 from toolscout.ingest.pyfile import ToolDirectory
-from toolscout.ingest.sync import catalog_source, sync
-from toolscout.ingest.synclog import read_log
+from toolscout.store.synclog import read_log
+from toolscout.sync.sync import catalog_source, sync
 
 TOOLS = [
     {"name": "get_weather", "description": "Current weather for a city."},

@@ -13,8 +13,8 @@ from mcp_test_servers import Catalog, tool
 
 from toolscout.engine import Engine
 from toolscout.ingest.mcpconfig import ServerSpec
-from toolscout.ingest.sync import SourceSet, SourceSummary, catalog_source
-from toolscout.ingest.watch import Watcher
+from toolscout.sync.sync import SourceSet, SourceSummary, catalog_source
+from toolscout.sync.watch import Watcher
 
 WAIT = 30.0  # generous bound for a busy CI machine; the usual wait is well under a second
 
@@ -117,6 +117,25 @@ def test_a_broken_save_is_reported_and_the_fixed_save_is_indexed(
     tool_file(root, "convert", "Convert between metric and imperial units")
     run.wait_for(lambda s: s.updated == 1 and not s.problems)
     assert "imperial" in engine.get_tool("mcptools:notes:convert").description
+
+
+def test_a_broken_file_holds_back_only_its_own_tool_while_a_deletion_elsewhere_proceeds(
+    engine: Engine, tmp_path: Path, running: Callable[..., Running]
+) -> None:
+    root = tmp_path / "tools"
+    broken = tool_file(root, "convert", "Convert units")
+    gone = tool_file(root, "shout", "Upper-case a text")
+    run = running(SourceSet(tool_dirs=(root,)), debounce_ms=50)
+    run.wait_for(lambda s: s.added == 2)
+    broken.write_text("def run(:\n", encoding="utf-8")
+    run.wait_for(lambda s: bool(s.problems))
+    gone.unlink()
+    summary = run.wait_for(lambda s: s.deleted == 1)
+    assert {t.id for t in engine.store.list_tools()} == {"mcptools:notes:convert"}
+    assert any(
+        p.location == str(broken) and "'mcptools:notes:convert'" in p.message
+        for p in summary.problems
+    )
 
 
 def test_catalog_file_edits_and_deletion_are_reflected(

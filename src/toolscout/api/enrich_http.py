@@ -56,7 +56,7 @@ def enrich_routes(app: FastAPI) -> None:
         f"{API}/enrichment/server/{{server}}/profile",
         dependencies=[Write],
         tags=[TAG],
-        responses=GUARDED,
+        responses=LOOKUP_ERRORS,
     )
     def regenerate_profile(server: str, engine: EngineDep) -> dict[str, Any]:
         """Remake one server's profile and its tools' enrichment, then re-index them."""

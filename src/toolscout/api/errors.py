@@ -25,6 +25,7 @@ from toolscout.errors import (
     InvalidArguments,
     Overloaded,
     QueryError,
+    ServerNotFound,
     SkillError,
     SkillExists,
     SkillNotFound,
@@ -48,6 +49,7 @@ class ErrorKind:
 #: error class -> answer; first match wins, so subclasses come before their parents.
 ERROR_TABLE: tuple[tuple[type[ToolscoutError], ErrorKind], ...] = (
     (EmptyQuery, ErrorKind(400, "empty_query")),
+    (ServerNotFound, ErrorKind(404, "server_not_found")),
     (QueryError, ErrorKind(422, "invalid_parameter")),
     (ToolNotFound, ErrorKind(404, "tool_not_found")),
     (SkillNotFound, ErrorKind(404, "skill_not_found")),

@@ -247,6 +247,12 @@ class HeaderDeadlineH11(H11Protocol):
         super().connection_lost(exc)
 
 
+#: Seconds a stopping server waits for running requests. Without a bound uvicorn waits for
+#: every connection to close, and an MCP client's event stream never does: a stopped server
+#: would hang, its lifespan (and the gateway's upstream servers) never shut down.
+GRACEFUL_SHUTDOWN = 5.0
+
+
 def uvicorn_limits(
     *, header_timeout: float, keep_alive: float, max_connections: int | None
 ) -> dict[str, Any]:
@@ -255,7 +261,8 @@ def uvicorn_limits(
     Each request's headers must arrive within ``header_timeout`` seconds
     (:class:`HeaderDeadlineH11`, also capping them at 16 KiB), idle keep-alive connections close
     after ``keep_alive`` seconds, and past ``max_connections`` open connections plus running
-    tasks uvicorn answers 503.
+    tasks uvicorn answers 503. On SIGTERM or SIGINT, requests still running get
+    :data:`GRACEFUL_SHUTDOWN` seconds before they are cancelled and the app's lifespan ends.
     """
     HeaderDeadlineH11.header_timeout = header_timeout
     return {
@@ -263,6 +270,7 @@ def uvicorn_limits(
         "limit_concurrency": max_connections,
         "timeout_keep_alive": keep_alive,
         "h11_max_incomplete_event_size": 16 * 1024,
+        "timeout_graceful_shutdown": GRACEFUL_SHUTDOWN,
     }
 
 

@@ -35,7 +35,9 @@ from toolscout.api.guard import (
 from toolscout.api.jobs import JobRunner
 from toolscout.api.mcp import McpMount, create_mcp_server
 from toolscout.api.metrics import Metrics, MetricsMiddleware
+from toolscout.api.openapi import allowed_methods, document_body_errors, strict_query
 from toolscout.api.schemas import (
+    QUERY_SCHEMA,
     ErrorBody,
     ProviderTools,
     SearchRequest,
@@ -51,6 +53,7 @@ from toolscout.errors import Overloaded, ToolscoutError
 from toolscout.formats import GroupBy, ProviderFormat, render
 from toolscout.models import ItemType, SearchMode, SearchResult, Strategy
 from toolscout.models import SearchRequest as CoreRequest
+from toolscout.search.hybrid import MAX_QUERY_CHARS
 
 log = logging.getLogger("toolscout.api")
 
@@ -65,7 +68,7 @@ BEARER = HTTPBearer(
 
 
 _ERRORS: dict[int, str] = {
-    400: "Empty query (`empty_query`).",
+    400: "Empty or blank query (`empty_query`), or a body that is not JSON text (`http_error`).",
     401: "No or wrong bearer key (`unauthorized`).",
     403: "The key may not do this (`forbidden`).",
     404: "No such tool, skill, suggestion, server or job (`*_not_found`).",
@@ -91,6 +94,8 @@ def access(level: Access) -> Callable[[Request], Coroutine[Any, Any, None]]:
 
     Raises:
         AccessDenied: answered 401/403 by the error table.
+        QueryError: a query parameter the route does not take, or one given twice (checked
+            after the key, so a caller without one learns nothing of the routes).
     """
 
     async def dependency(
@@ -100,6 +105,7 @@ def access(level: Access) -> Callable[[Request], Coroutine[Any, Any, None]]:
         policy: KeyPolicy = request.app.state.policy
         client = request.client.host if request.client else None
         check_access(policy, level, bearer_token(request.headers.get("authorization")), client)
+        strict_query(request)
 
     return dependency
 
@@ -137,7 +143,10 @@ def _install_error_handlers(app: FastAPI) -> None:
         assert isinstance(exc, StarletteHTTPException)
         code = "not_found" if exc.status_code == 404 else "http_error"
         body = error_body(code, str(exc.detail))
-        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:  # the first matching route names only its own methods
+            headers["Allow"] = allowed_methods(request)
+        return JSONResponse(body, status_code=exc.status_code, headers=headers)
 
     async def on_crash(request: Request, exc: Exception) -> JSONResponse:
         # The edge of the edge: a bug, never a client mistake. Log it, answer without details.
@@ -161,6 +170,14 @@ async def _gate(request: Request) -> SearchGate:
 
 
 GateDep = Annotated[SearchGate, Depends(_gate)]
+QueryParam = Annotated[
+    str,
+    Query(
+        max_length=MAX_QUERY_CHARS,
+        description="What the agent wants to do.",
+        json_schema_extra=QUERY_SCHEMA,
+    ),
+]
 FormatParam = Annotated[
     ProviderFormat | None,
     Query(
@@ -209,7 +226,7 @@ def _search_routes(app: FastAPI) -> None:
     @app.get(f"{API}/search", dependencies=[Read], tags=["search"], responses=SEARCH_ERRORS)
     async def search_get(
         gate: GateDep,
-        query: str,
+        query: QueryParam,
         strategy: Strategy = Strategy.DIRECT,
         mode: SearchMode = SearchMode.HYBRID,
         item_type: ItemType | None = None,
@@ -245,7 +262,7 @@ def _search_routes(app: FastAPI) -> None:
     async def search_skills(
         engine: EngineDep,
         gate: GateDep,
-        query: str,
+        query: QueryParam,
         limit: Annotated[int, Query(ge=1, le=20)] = 5,
         threshold: Annotated[float, Query(ge=0.0, le=1.0)] = 0.4,
     ) -> list[SkillOut]:
@@ -257,7 +274,7 @@ def _search_routes(app: FastAPI) -> None:
     async def search_tools(
         engine: EngineDep,
         gate: GateDep,
-        query: str,
+        query: QueryParam,
         skill_ids: Annotated[str | None, Query(description="Comma-separated skill ids.")] = None,
         item_type: ItemType | None = None,
         limit: Annotated[int, Query(ge=1, le=50)] = 10,
@@ -365,6 +382,7 @@ def create_app(
     feedback_routes(app)
     app.router.routes.append(mcp.route())
     app.include_router(console_router(s))  # the web console at /
+    document_body_errors(app, _ERRORS[400], "#/components/schemas/ErrorBody")
     guard = GuardConfig(
         policy=policy,
         allowed_hosts=allowed_host_names(s.allowed_hosts, s.host),

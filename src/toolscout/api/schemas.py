@@ -25,6 +25,12 @@ from toolscout.models import (
 from toolscout.models import SearchRequest as CoreRequest
 
 SKILL_ID_PATTERN = r"^[a-z][a-z0-9_]*$"
+#: A query must hold a character that is not white space. Documented, not checked here: the
+#: engine refuses a blank query with 400 ``empty_query`` at every door, and REST keeps that
+#: answer rather than pydantic's 422.
+QUERY_SCHEMA: dict[str, Any] = {"minLength": 1, "pattern": r"\S"}
+#: Names and reasons must hold more than white space (the catalog refuses blank ones, 422).
+NOT_BLANK: dict[str, Any] = {"pattern": r"\S"}
 Strategy = Literal["hierarchical", "direct", "hybrid"]
 
 
@@ -35,7 +41,9 @@ class _Request(BaseModel):
 class SearchRequest(_Request):
     """The search contract's request (the body of ``Engine.find``'s request)."""
 
-    query: str = Field(max_length=1000, description="What the agent wants to do.")
+    query: str = Field(
+        max_length=1000, description="What the agent wants to do.", json_schema_extra=QUERY_SCHEMA
+    )
     item_type: ItemType | None = None
     limit: int = Field(default=5, ge=1, le=50)
     skill_limit: int = Field(default=3, ge=1, le=20)
@@ -254,7 +262,7 @@ class SkillCreate(_Request):
     """A new skill. ``id`` is permanent: lowercase letters, digits and underscores."""
 
     id: str = Field(pattern=SKILL_ID_PATTERN, max_length=64)
-    name: str = Field(min_length=1, max_length=200)
+    name: str = Field(min_length=1, max_length=200, json_schema_extra=NOT_BLANK)
     description: str = Field(default="", max_length=4000)
     keywords: list[str] = Field(default_factory=list, max_length=100)
     examples: list[str] = Field(default_factory=list, max_length=100)
@@ -275,9 +283,12 @@ class SkillCreate(_Request):
 
 
 class SkillUpdate(_Request):
-    """Fields to change on a skill; the ones left out keep their values."""
+    """Fields to change on a skill; the ones left out or null keep their values (a null
+    ``parent`` removes the parent)."""
 
-    name: str | None = Field(default=None, min_length=1, max_length=200)
+    name: str | None = Field(
+        default=None, min_length=1, max_length=200, json_schema_extra=NOT_BLANK
+    )
     description: str | None = Field(default=None, max_length=4000)
     keywords: list[str] | None = Field(default=None, max_length=100)
     examples: list[str] | None = Field(default=None, max_length=100)
@@ -287,6 +298,8 @@ class SkillUpdate(_Request):
         """Only the fields the client sent, as keyword arguments for ``SkillCatalog.update``."""
         out: dict[str, Any] = {}
         for key, value in self.model_dump(exclude_unset=True).items():
+            if value is None and key != "parent":  # null keeps the value; a parent may be cleared
+                continue
             out[key] = tuple(value) if isinstance(value, list) else value
         return out
 
@@ -333,7 +346,7 @@ class SuggestionList(BaseModel):
 class RejectRequest(_Request):
     """Why a suggestion is rejected (kept with it)."""
 
-    reason: str = Field(min_length=1, max_length=2000)
+    reason: str = Field(min_length=1, max_length=2000, json_schema_extra=NOT_BLANK)
 
 
 class ClassifyRequest(_Request):

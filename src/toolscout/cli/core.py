@@ -25,8 +25,8 @@ from toolscout.eval.run import Report, evaluate, index_dataset
 from toolscout.formats import GroupBy, ProviderFormat, render
 from toolscout.ingest.jsonfile import CatalogFile, catalog_files
 from toolscout.models import IndexReport, ItemType, Loaded, SearchMode, Strategy
-from toolscout.rebuild import rebuild_index
 from toolscout.search.hybrid import check_query
+from toolscout.sync.rebuild import rebuild_index
 
 BUILTIN = "starter_catalog.json"
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -10,6 +14,9 @@ from toolscout.cli import err_console
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.ingest.mcpconfig import ServerSpec
+
+if TYPE_CHECKING:
+    from toolscout.gateway.service import Gateway
 
 
 def gateway_servers(
@@ -58,8 +65,10 @@ def serve_gateway(
     if not http:
 
         async def run() -> None:
-            async with gateway:
+            async with gateway, anyio.create_task_group() as tg:
+                tg.start_soon(_stop_on_signal, gateway, tg.cancel_scope)
                 await server.run_stdio_async()
+                tg.cancel_scope.cancel()
 
         anyio.run(run)
         return
@@ -73,3 +82,26 @@ def serve_gateway(
         log_level=log_level,
         wrap=lambda asgi: GatewayLifespan(asgi, gateway),
     )
+
+
+async def _stop_on_signal(gateway: Gateway, serving: anyio.CancelScope) -> None:
+    """On SIGTERM or SIGINT: stop serving, close every upstream session (end of input, then
+    SIGTERM, then SIGKILL), then end the process as the signal would have.
+
+    By default SIGTERM ends Python at once, and each stdio server runs in its own process
+    group, where a terminal's SIGINT never reaches it: both left servers running. The process
+    ends by the signal itself because serving cannot always be cancelled: the SDK reads stdin
+    in a worker thread that waits for the next line.
+    """
+    if sys.platform == "win32":  # no signal handlers in the event loop there
+        return
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            serving.cancel()
+            with anyio.CancelScope(shield=True):
+                await gateway.pool.shutdown()
+                if gateway.audit is not None:
+                    gateway.audit.close()
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return

@@ -15,7 +15,7 @@ from toolscout.cli import app, console
 from toolscout.cli.options import DbOption, open_engine, settings
 from toolscout.cli.sync import sync_with_progress
 from toolscout.ingest.mcpconfig import DEFAULT_TIMEOUT
-from toolscout.ingest.sync import resolve_sources
+from toolscout.sync.sync import resolve_sources
 
 
 def _location(db: str) -> str:

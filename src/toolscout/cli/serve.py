@@ -32,7 +32,7 @@ from toolscout.cli.sync import (
 )
 from toolscout.config import Settings
 from toolscout.ingest.mcpconfig import DEFAULT_TIMEOUT
-from toolscout.ingest.sync import SourceSummary
+from toolscout.sync.sync import SourceSummary
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -176,7 +176,7 @@ def _start_watch(
         IngestError: no sources, or a tool folder that does not exist.
         ConfigError, StoreError, EmbedError: as for ``open_engine``.
     """
-    from toolscout.ingest.watch import Watcher
+    from toolscout.sync.watch import Watcher
 
     found = _sources(db, mcp_config, tool_dir_list(tools_dir), catalogs, DEFAULT_TIMEOUT)
     for problem in found.problems:

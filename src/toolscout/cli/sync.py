@@ -16,7 +16,7 @@ from toolscout.cli.options import DbOption, JsonOption, open_engine, settings
 from toolscout.cli.progress import SyncProgress
 from toolscout.errors import IngestError
 from toolscout.ingest.mcpconfig import DEFAULT_TIMEOUT
-from toolscout.ingest.sync import (
+from toolscout.sync.sync import (
     SourceSet,
     SourceSummary,
     SyncReport,
@@ -25,7 +25,7 @@ from toolscout.ingest.sync import (
     resolve_sources,
     sync,
 )
-from toolscout.ingest.watch import DEFAULT_DEBOUNCE_MS, DEFAULT_RELIST_INTERVAL, Watcher
+from toolscout.sync.watch import DEFAULT_DEBOUNCE_MS, DEFAULT_RELIST_INTERVAL, Watcher
 
 McpConfigOption = Annotated[
     list[Path] | None,

@@ -13,7 +13,7 @@ from typing import Any
 
 from toolscout.enrich.base import group_key
 from toolscout.enrich.pipeline import EnrichmentPipeline, Fields, iter_tools
-from toolscout.errors import QueryError
+from toolscout.errors import QueryError, ServerNotFound
 from toolscout.indexing import IndexWriter, Prepared, prepare
 from toolscout.models import Filters, IndexReport, Tool
 from toolscout.store.base import Store
@@ -86,14 +86,15 @@ class EnrichmentService:
         """(Re)make one server's profile and its tools' enrichment, then re-index them.
 
         Raises:
-            QueryError: enrichment is off, or no indexed tool belongs to ``server``.
+            QueryError: enrichment is off.
+            ServerNotFound: no indexed tool belongs to ``server``.
             StoreError, EmbedError.
         """
         tools = list(iter_tools(self.store, Filters(servers=(server,))))
         if not tools:
             tools = [t for t in iter_tools(self.store) if group_key(t) == server]
         if not tools:
-            raise QueryError("server", f"no indexed tool belongs to {server!r}")
+            raise ServerNotFound(server)
         return {"server": server, **self._refresh(tools, force=force, progress=None)}
 
     def enrichment_status(self, server: str) -> dict[str, Any]:

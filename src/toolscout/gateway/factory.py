@@ -13,8 +13,8 @@ from toolscout.gateway.policy import Policy
 from toolscout.gateway.service import Gateway
 from toolscout.gateway.sessions import Limits
 from toolscout.ingest.mcpconfig import DEFAULT_TIMEOUT, ServerSpec
-from toolscout.ingest.sync import resolve_sources
 from toolscout.models import Problem
+from toolscout.sync.sync import resolve_sources
 
 
 def upstream_servers(
@@ -61,6 +61,7 @@ def build_gateway(engine: Engine, settings: Settings, servers: Sequence[ServerSp
                 g.servers[spec.name].max_concurrency if spec.name in g.servers else None
             )
             or g.max_concurrency,
+            max_result_bytes=g.max_result_bytes,
         )
         for spec in servers
     }

@@ -33,7 +33,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.subscriptions import InMemorySubscriptionBus, SubscriptionBus, ToolsListChanged
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolscout.api.errors import mcp_message
 from toolscout.api.gate import SearchGate
@@ -306,15 +306,32 @@ def _found_ids(result: Any) -> list[str]:
 
 
 class GatewayLifespan:
-    """ASGI wrapper that runs the gateway's session pool for the life of an HTTP app."""
+    """ASGI wrapper that runs the gateway's session pool for the life of an HTTP app.
+
+    The app's ``lifespan.shutdown.complete`` is held back until the pool has closed every
+    upstream session: uvicorn ends its event loop as soon as it hears it, which would cut the
+    servers' shutdown short and leave them running, reparented to init.
+    """
 
     def __init__(self, app: ASGIApp, gateway: Gateway) -> None:
         self.app = app
         self.gateway = gateway
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            async with self.gateway:
-                await self.app(scope, receive, send)
+        if scope["type"] != "lifespan":
+            await self.app(scope, receive, send)
             return
-        await self.app(scope, receive, send)
+        held: list[Message] = []
+
+        async def hold_completion(message: Message) -> None:
+            if message["type"] == "lifespan.shutdown.complete":
+                held.append(message)
+            else:
+                await send(message)
+
+        try:
+            async with self.gateway:
+                await self.app(scope, receive, hold_completion)
+        finally:
+            for message in held:
+                await send(message)

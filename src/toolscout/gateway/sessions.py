@@ -6,31 +6,41 @@ kept open for the next ones. A session belongs to an owner task in the pool's ta
 SDK's client must be entered and left by the same task, while calls come from any request
 task. Every call is bounded: waiting for a slot (``max_concurrency`` per server), starting the
 server and the call itself all count against the server's timeout, and a timed-out call is
-cancelled upstream. A server that could not be started fails the calls of the next few seconds
-at once with the same reason instead of making each of them wait again. A session whose
-server went away is dropped and the next call starts a new one; the call that hit the closed
-connection is retried on the new session only when its tool is annotated read-only or
+cancelled upstream. A start that does not finish in time fails at the timeout; the server is
+stopped in the background. A server that could not be started fails the calls of the next few
+seconds at once with the same reason instead of making each of them wait again. A session
+whose server went away is dropped and the next call starts a new one; the call that hit the
+closed connection is retried on the new session only when its tool is annotated read-only or
 idempotent (running it twice cannot hurt), otherwise it fails with a clear message.
+
+A call that times out retires its session: the answer it was waiting for may still be on its
+way (a 20 MB result takes seconds to read), and every later answer would queue behind it. New
+calls go to a fresh session, started at once in the background; the retired one ends when the
+calls still running on it do. Results over ``max_result_bytes`` are cut down
+(:mod:`toolscout.gateway.bounds`). Closing the pool closes every session the way the SDK stops
+a server: end of input, then SIGTERM to its process group after a grace, then SIGKILL.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 import mcp_types as types
-from anyio.abc import TaskGroup, TaskStatus
+from anyio.abc import TaskGroup
 from mcp import Client
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from toolscout.errors import IngestError, UpstreamError
+from toolscout.gateway.bounds import DEFAULT_MAX_RESULT_BYTES, bound_result
 from toolscout.ingest.mcp import McpSource, describe
 from toolscout.ingest.mcpconfig import ServerSpec
 
@@ -38,7 +48,9 @@ log = logging.getLogger("toolscout.gateway")
 
 #: After a failed start, calls fail at once with its reason for this long (seconds).
 START_COOLDOWN = 5.0
-#: How long closing the pool waits for the servers to exit before cancelling them.
+#: How long closing the pool waits for its sessions to end before cancelling them. A stdio
+#: server is stopped by the SDK within about 4.5 s (end of input, 2 s, SIGTERM to its process
+#: group, 2 s, SIGKILL), shielded from that cancellation, so this only bounds a stuck close.
 SHUTDOWN_GRACE = 10.0
 
 
@@ -48,13 +60,30 @@ class Limits:
 
     timeout: float
     max_concurrency: int = 8
+    #: Larger results reach the caller cut down, with a notice (0: no limit).
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
 
 
-@dataclass
+@dataclass(eq=False)
 class _Live:
     client: Client
     stop: anyio.Event = field(default_factory=anyio.Event)
     closed: bool = False
+    #: Calls running on this session; a retired session ends when the last one does.
+    running: int = 0
+    retired: bool = False
+
+
+@dataclass(eq=False)
+class _Start:
+    """One owner task: the session it starts, handed to the caller waiting for it."""
+
+    done: anyio.Event = field(default_factory=anyio.Event)
+    #: Set when the owner task has ended (its server stopped).
+    ended: anyio.Event = field(default_factory=anyio.Event)
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    live: _Live | None = None
+    error: Exception | None = None
 
 
 class _Closed(Exception):
@@ -71,6 +100,8 @@ class Upstream:
         self._limiter = anyio.CapacityLimiter(limits.max_concurrency)
         self._lock = anyio.Lock()
         self._live: _Live | None = None
+        #: Every owner task not yet ended (starting, current, retired), for close().
+        self._owners: set[_Start] = set()
         self._failed_until = -math.inf
         self._failure = ""
         #: Sessions started so far (the first start and every restart).
@@ -79,6 +110,11 @@ class Upstream:
     @property
     def name(self) -> str:
         return self.spec.name
+
+    @property
+    def has_session(self) -> bool:
+        """Whether a session is open for the next call (it need not start one)."""
+        return self._live is not None and not self._live.closed
 
     async def call(
         self,
@@ -130,15 +166,17 @@ class Upstream:
     ) -> types.CallToolResult:
         live = await self._session()
         timeout = self.limits.timeout
+        live.running += 1
         try:
             with anyio.fail_after(timeout):
-                return await live.client.call_tool(
+                result = await live.client.call_tool(
                     tool_name,
                     dict(arguments),
                     read_timeout_seconds=timeout,
                     progress_callback=progress,
                 )
         except TimeoutError:
+            self._retire(live)
             raise UpstreamError(
                 self.name, f"no answer within {timeout:g} s (the call was cancelled upstream)"
             ) from None
@@ -147,6 +185,7 @@ class Upstream:
                 self._drop(live)
                 raise _Closed from exc
             if exc.code == REQUEST_TIMEOUT:
+                self._retire(live)
                 raise UpstreamError(self.name, f"no answer within {timeout:g} s") from exc
             raise UpstreamError(self.name, f"answered with error {exc.code}: {exc}") from exc
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream) as exc:
@@ -156,6 +195,11 @@ class Upstream:
             raise
         except Exception as exc:  # the SDK raises many kinds (e.g. a result that does not parse)
             raise UpstreamError(self.name, f"the call failed: {describe(exc)}") from exc
+        finally:
+            live.running -= 1
+            if live.retired and live.running == 0:
+                self._drop(live)
+        return bound_result(result, self.limits.max_result_bytes)
 
     async def _session(self) -> _Live:
         """The open session, started when there is none (bounded by the server's timeout).
@@ -163,44 +207,89 @@ class Upstream:
         Raises:
             UpstreamError: the server cannot be started or did not finish starting in time.
         """
-        try:
-            with anyio.fail_after(self.spec.timeout):
-                return await self._open()
-        except TimeoutError:
-            self._failure = f"cannot be started: no answer within {self.spec.timeout:g} s"
-            self._failed_until = anyio.current_time() + START_COOLDOWN
-            raise UpstreamError(self.name, self._failure) from None
-
-    async def _open(self) -> _Live:
         async with self._lock:
             if self._live is not None and not self._live.closed:
                 return self._live
-            now = anyio.current_time()
-            if now < self._failed_until:
+            if anyio.current_time() < self._failed_until:
                 raise UpstreamError(self.name, self._failure)
             try:
-                live: _Live = await self._pool.start_owner(self._own)
+                live = await self._start()
+            except TimeoutError:
+                self._fail(f"cannot be started: no answer within {self.spec.timeout:g} s")
             except IngestError as exc:
-                self._failure = f"cannot be started: {exc}"
-                self._failed_until = anyio.current_time() + START_COOLDOWN
-                raise UpstreamError(self.name, self._failure) from exc
+                self._fail(f"cannot be started: {exc}")
+            except Exception as exc:  # from the SDK, through the owner task
+                self._fail(f"cannot be started: {describe(exc)}")
             self.starts += 1
             self._live = live
             return live
 
-    async def _own(self, *, task_status: TaskStatus[_Live]) -> None:
-        """Owner task: enter the client, hand it out, leave it when told to stop."""
-        started = False
+    def _fail(self, reason: str) -> NoReturn:
+        self._failure = reason
+        self._failed_until = anyio.current_time() + START_COOLDOWN
+        raise UpstreamError(self.name, reason) from None
+
+    async def _start(self) -> _Live:
+        """Start a session in the pool and wait for it at most the server's timeout.
+
+        The owner task, not this caller, stops a server that misses the deadline: that can take
+        the SDK's whole shutdown (seconds), which the caller must not wait for.
+
+        Raises:
+            TimeoutError: the server did not finish starting in time.
+            Exception: why the start failed (from the owner task).
+        """
+        start = _Start()
+        self._pool.spawn(self._own, start)
+        self._owners.add(start)
         try:
-            async with McpSource(self.spec).connect() as client:
-                live = _Live(client)
-                task_status.started(live)
-                started = True
-                await live.stop.wait()
+            with anyio.move_on_after(self.spec.timeout):
+                await start.done.wait()
+        finally:
+            if start.live is None:
+                start.scope.cancel()  # late, failed or abandoned: the owner winds down alone
+        if start.live is not None:
+            return start.live
+        if start.error is not None:
+            raise start.error
+        raise TimeoutError
+
+    async def _own(self, start: _Start) -> None:
+        """Owner task: enter the client, hand it out, leave it when told to stop."""
+        try:
+            with start.scope:
+                async with McpSource(self.spec).connect() as client:
+                    live = _Live(client)
+                    start.live = live
+                    start.done.set()
+                    await live.stop.wait()
         except Exception as exc:  # a session that dies must not take the pool down
-            if not started:
-                raise
-            log.info("gateway: session of %s ended: %s", self.name, describe(exc))
+            if start.live is None:
+                start.error = exc
+            else:
+                log.info("gateway: session of %s ended: %s", self.name, describe(exc))
+        finally:
+            self._owners.discard(start)
+            start.done.set()
+            start.ended.set()
+
+    def _retire(self, live: _Live) -> None:
+        """Send new calls to a fresh session (started now, off the caller's path); ``live``
+        ends when its last running call does."""
+        if live.retired or live.closed:
+            return
+        live.retired = True
+        if self._live is live:
+            self._live = None
+            log.info("gateway: %s: a call timed out; starting a fresh session", self.name)
+            with contextlib.suppress(UpstreamError):  # the pool is closing: nothing to start
+                self._pool.spawn(self._prestart)
+
+    async def _prestart(self) -> None:
+        try:
+            await self._session()
+        except UpstreamError as exc:  # the next call reports it (within the cooldown)
+            log.info("gateway: %s: %s", self.name, exc)
 
     def _drop(self, live: _Live) -> None:
         live.closed = True
@@ -209,16 +298,25 @@ class Upstream:
             self._live = None
 
     def close(self) -> None:
-        """Tell the owner task to leave its session (the pool waits for it)."""
-        if self._live is not None:
-            self._drop(self._live)
+        """Tell every owner task to leave its session, and abandon starts in progress (the
+        pool waits for them)."""
+        for start in list(self._owners):
+            if start.live is not None:
+                self._drop(start.live)
+            else:
+                start.scope.cancel()
+
+    async def wait_closed(self) -> None:
+        """Wait until every owner task has ended (each server stopped)."""
+        for start in list(self._owners):
+            await start.ended.wait()
 
 
 class UpstreamPool:
     """The upstream servers by name, and the task group that owns their sessions.
 
-    Use as an async context manager; leaving it closes every session (servers get
-    ``SHUTDOWN_GRACE`` seconds to exit, then they are cancelled).
+    Use as an async context manager; leaving it closes every session and abandons every start
+    (a stdio server gets end of input, then SIGTERM, then SIGKILL; see ``SHUTDOWN_GRACE``).
     """
 
     def __init__(
@@ -248,17 +346,28 @@ class UpstreamPool:
             )
         return upstream
 
-    async def start_owner(self, owner: Any) -> _Live:
-        """Start an owner task in the pool's task group and return what it hands out.
+    def spawn(self, owner: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> None:
+        """Run ``owner(*args)`` in the pool's task group (sessions must outlive the calls).
 
         Raises:
-            IngestError: the server could not be started (from the owner task).
             UpstreamError: the pool is not running.
         """
         if self._tg is None:
             raise UpstreamError("*", "the gateway is not running (enter the pool first)")
-        live: _Live = await self._tg.start(owner)
-        return live
+        self._tg.start_soon(owner, *args)
+
+    async def shutdown(self) -> None:
+        """Close every session now and wait (at most ``SHUTDOWN_GRACE``) until each server has
+        stopped, without leaving the pool: for a process about to end on a signal.
+
+        Raises:
+            Nothing.
+        """
+        for upstream in self.upstreams.values():
+            upstream.close()
+        with anyio.move_on_after(SHUTDOWN_GRACE):
+            for upstream in self.upstreams.values():
+                await upstream.wait_closed()
 
     async def __aenter__(self) -> UpstreamPool:
         self._tg = anyio.create_task_group()

@@ -229,7 +229,10 @@ class McpSource:
         try:
             tool = parse_entry(raw, default_type=item_type, server=self.spec.name, source=self.name)
         except EntryError as exc:
-            loaded.problems.append(Problem(where, exc.field, str(exc)))
+            # The server named the item, so only its own id is held back from a prune.
+            loaded.problems.append(
+                Problem(where, exc.field, str(exc), stands_for=(item_id.strip(),))
+            )
             return
         loaded.tools.append(tool)  # a name listed twice is reported by Engine.index
 

@@ -157,16 +157,21 @@ class ToolDirectory:
         file: Path | None,
         where: Path,
     ) -> None:
+        tool_id = f"{kind}:{category}:{tool_name}"
         try:
             if file is None:
                 raise _Skip("(package)", f"no {' or '.join(PACKAGE_ENTRY_FILES)} with run()")
             description, schema = parse_tool_file(file, tool_name)
         except _Skip as exc:
-            loaded.problems.append(Problem(str(file or where), exc.field, str(exc)))
+            # The path alone gives the id, so a broken file holds back only its own tool's
+            # deletion, not the deletions of every other file in the folder.
+            loaded.problems.append(
+                Problem(str(file or where), exc.field, str(exc), stands_for=(tool_id,))
+            )
             return
         loaded.tools.append(
             Tool(
-                id=f"{kind}:{category}:{tool_name}",
+                id=tool_id,
                 name=tool_name,
                 description=description,
                 input_schema=schema,

@@ -1,24 +1,21 @@
-"""The last sync of each source, kept in the index: when it ran, what it changed, what failed.
+"""The last sync of each source, kept in the index: its records and how they are read.
 
 A sync pass (``toolscout sync``, ``watch``, ``serve --watch``) records one entry per source in
-the store's metadata (key ``sync_log``), so any process reading the index - the web console, a
-status check - can tell how fresh each source is and which definitions were skipped or which
-servers could not be reached. A source that failed to list keeps the time of its last good
-sync beside the error.
+the store's metadata (key ``sync_log``, written by :mod:`toolscout.sync.synclog`), so any
+process reading the index - the web console, a status check - can tell how fresh each source is
+and which definitions were skipped or which servers could not be reached. The reading side
+lives here, below the engine, because the engine's inventory serves it; the writing side sits
+with the sync orchestration above the engine.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from toolscout.store.base import Store
-
-if TYPE_CHECKING:
-    from toolscout.ingest.sync import SourceSummary
 
 KEY = "sync_log"
 #: Problems kept per source (a broken catalog can list thousands).
@@ -43,7 +40,8 @@ class SourceRecord:
     error: str | None = None
 
 
-def _now() -> str:
+def now() -> str:
+    """The current UTC time as the log writes it."""
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
@@ -64,35 +62,6 @@ def read_log(store: Store) -> dict[str, SourceRecord]:
         }
     except (ValueError, TypeError, KeyError):
         return {}
-
-
-def record_sync(store: Store, summaries: Sequence[SourceSummary]) -> None:
-    """Merge one pass's per-source summaries into the log.
-
-    Raises:
-        StoreError: the store cannot be written.
-    """
-    if not summaries:
-        return
-    log = read_log(store)
-    now = _now()
-    for s in summaries:
-        old = log.get(s.source)
-        problems = [str(p) for p in s.problems]
-        log[s.source] = SourceRecord(
-            source=s.source,
-            checked_at=now,
-            synced_at=(old.synced_at if old else None) if s.error else now,
-            added=s.added,
-            updated=s.updated,
-            deleted=s.deleted,
-            unchanged=s.unchanged,
-            problems=tuple(problems[:MAX_PROBLEMS]),
-            problem_count=len(problems),
-            error=s.error,
-        )
-    kept = sorted(log.values(), key=lambda r: r.checked_at, reverse=True)[:MAX_SOURCES]
-    store.set_meta(KEY, json.dumps([asdict(r) for r in kept], ensure_ascii=False))
 
 
 @dataclass(frozen=True)

@@ -44,11 +44,11 @@ from toolscout.ingest.jsonfile import CatalogFile
 from toolscout.ingest.mcp import McpSource, describe, is_change_notification
 from toolscout.ingest.pyfile import ToolDirectory
 from toolscout.ingest.sources import Source
-from toolscout.ingest.sync import SourceSet, SourceSummary, apply_listing, catalog_source
-from toolscout.ingest.synclog import record_sync
 from toolscout.models import Loaded
+from toolscout.sync.sync import SourceSet, SourceSummary, apply_listing, catalog_source
+from toolscout.sync.synclog import record_sync
 
-log = logging.getLogger("toolscout.ingest.watch")
+log = logging.getLogger("toolscout.sync.watch")
 
 OnSync = Callable[[SourceSummary], None]
 DEFAULT_DEBOUNCE_MS = 100

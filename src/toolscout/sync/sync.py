@@ -33,14 +33,14 @@ from toolscout.ingest.mcpconfig import (
 from toolscout.ingest.pyfile import SOURCE_PREFIX as TOOLS_PREFIX
 from toolscout.ingest.pyfile import ToolDirectory
 from toolscout.ingest.sources import Source
-from toolscout.ingest.synclog import record_sync
 from toolscout.models import JSON, Filters, Loaded, Problem
+from toolscout.sync.synclog import record_sync
 
 if TYPE_CHECKING:
     from toolscout.config import Settings
     from toolscout.engine import Engine, Progress
 
-log = logging.getLogger("toolscout.ingest.sync")
+log = logging.getLogger("toolscout.sync.sync")
 
 #: Called with a server's name and its listing (or the error) as soon as it has answered.
 OnListed = Callable[[str, "Loaded | IngestError"], None]
