@@ -167,10 +167,10 @@ def gateway_report(enc: Any, work: Path) -> dict[str, Any]:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
+    from toolscout.api.mcp_gateway import create_gateway_server
     from toolscout.config import load_settings
     from toolscout.engine import Engine
     from toolscout.gateway.factory import build_gateway
-    from toolscout.gateway.server import create_gateway_server
     from toolscout.ingest.mcp import McpSource
     from toolscout.ingest.mcpconfig import ServerSpec
 

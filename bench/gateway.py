@@ -254,10 +254,10 @@ def main() -> None:
 
     from mcp import Client
 
+    from toolscout.api.mcp_gateway import create_gateway_server
     from toolscout.config import load_settings
     from toolscout.engine import Engine
     from toolscout.gateway import Gateway
-    from toolscout.gateway.server import create_gateway_server
     from toolscout.ingest.mcp import McpSource
     from toolscout.ingest.mcpconfig import read_mcp_config
 

@@ -13,8 +13,7 @@ from toolscout.cli import EXIT_CODES, _register, app, exit_code
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.errors import EmptyIndex, GatewayError, QueryError, UpstreamError
-from toolscout.ingest.sources import Loaded
-from toolscout.models import Tool
+from toolscout.models import Loaded, Tool
 
 README = Path(__file__).parents[2] / "README.md"
 

@@ -12,12 +12,11 @@ import pytest
 from mcp import Client
 from upstreams import time_spec, upstream_spec
 
+from toolscout.api.mcp_gateway import create_gateway_server
 from toolscout.engine import Engine
 from toolscout.gateway import Gateway, Policy
 from toolscout.gateway.catalog import UnknownTool
-from toolscout.gateway.server import create_gateway_server
-from toolscout.ingest.sources import Loaded
-from toolscout.models import ItemType, Tool
+from toolscout.models import ItemType, Loaded, Tool
 
 
 def _text(result: types.CallToolResult) -> str:

@@ -16,10 +16,10 @@ from mcp import Client
 from upstreams import git_spec, time_spec, upstream_spec
 
 from support.tokens import cl100k
+from toolscout.api.mcp_gateway import create_gateway_server
 from toolscout.engine import Engine
 from toolscout.gateway import Gateway
 from toolscout.gateway.budget import direct_entry, listed_entry, tokens
-from toolscout.gateway.server import create_gateway_server
 
 SEARCHES = [
     "what time is it in Tokyo",

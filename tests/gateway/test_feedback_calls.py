@@ -10,10 +10,10 @@ import anyio
 from mcp import Client
 from upstreams import upstream_spec
 
+from toolscout.api.mcp_gateway import create_gateway_server
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.gateway import Gateway
-from toolscout.gateway.server import create_gateway_server
 
 QUERY = "add two integers"
 ADD = {"id": "up::add", "arguments": {"a": 1, "b": 2}}

@@ -19,10 +19,10 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from upstreams import BIN, upstream_spec
 
+from toolscout.api.mcp_gateway import create_gateway_server
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.gateway import Gateway, Policy
-from toolscout.gateway.server import create_gateway_server
 
 TOOLSCOUT = str(BIN / "toolscout")
 

@@ -152,7 +152,7 @@ def create_mcp_server(
 
     ``instructions``, ``subscriptions`` (the bus list-changed events go to) and ``narrow``
     (applied to every search request, in a worker thread: the gateway keeps searches to the
-    tools it can call) are the hooks the gateway (``toolscout.gateway.server``) uses; with
+    tools it can call) are the hooks the gateway (``toolscout.api.mcp_gateway``) uses; with
     ``output_schemas=False`` the tools list leaves out output schemas (answers still carry
     structured content), which are most of its tokens."""
     searches = gate if gate is not None else SearchGate(engine, CORES)

@@ -56,8 +56,8 @@ def serve_gateway(
         ConfigError: an invalid policy or audit log setting.
     """
     from toolscout.api.gate import SearchGate
+    from toolscout.api.mcp_gateway import GatewayLifespan, create_gateway_server
     from toolscout.gateway.factory import build_gateway
-    from toolscout.gateway.server import GatewayLifespan, create_gateway_server
 
     gateway = build_gateway(engine, settings, servers)
     gate = SearchGate.for_settings(engine, settings)
