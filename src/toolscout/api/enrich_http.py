@@ -14,10 +14,9 @@ from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Request
 
-from toolscout.api.http import API, GUARDED, LOOKUP_ERRORS, EngineDep, Read, Write, errors
+from toolscout.api.deps import API, GUARDED, LOOKUP_ERRORS, EngineDep, Read, Write, errors, job_out
 from toolscout.api.jobs import JobRunner
 from toolscout.api.schemas import JobOut
-from toolscout.api.skills_http import _job_out
 from toolscout.engine import Engine
 from toolscout.models import ClassifyProgress, ClassifyReport
 
@@ -81,7 +80,7 @@ def enrich_routes(app: FastAPI) -> None:
     )
     def start_sync(engine: EngineDep, jobs: EnrichJobsDep) -> JobOut:
         """Start a background sync (enrich and re-index what changed); poll the returned job."""
-        return _job_out(jobs.start(partial(_sync, engine)))
+        return job_out(jobs.start(partial(_sync, engine)))
 
     @app.get(
         f"{API}/enrichment/jobs/{{job_id}}",
@@ -91,7 +90,7 @@ def enrich_routes(app: FastAPI) -> None:
     )
     def sync_job(job_id: str, jobs: EnrichJobsDep) -> JobOut:
         """Progress of a sync job: processed / total / errors."""
-        return _job_out(jobs.get(job_id))
+        return job_out(jobs.get(job_id))
 
     @app.get(f"{API}/enrichment/stats", dependencies=[Read], tags=[TAG], responses=errors(401, 403))
     def enrichment_stats(engine: EngineDep) -> dict[str, Any]:

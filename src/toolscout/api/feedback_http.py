@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 from fastapi import FastAPI, Query
 from pydantic import BaseModel, Field
 
-from toolscout.api.http import API, GUARDED, LOOKUP_ERRORS, EngineDep, Write, errors
+from toolscout.api.deps import API, GUARDED, LOOKUP_ERRORS, EngineDep, Write, errors
 from toolscout.store.base import FeedbackRecord
 
 TAG = "feedback"

@@ -9,20 +9,29 @@ only in the last-resort handler here, which logs and answers 500.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from functools import partial
-from typing import Annotated, Any, TypeVar
+from typing import Annotated
 
-from fastapi import Depends, FastAPI, Query, Request, Security
+from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from threadpoolctl import threadpool_limits
 
-from toolscout.api.auth import Access, KeyPolicy, bearer_token, check_access
+from toolscout.api.auth import KeyPolicy
+from toolscout.api.deps import (
+    API,
+    ERROR_TEXTS,
+    GUARDED,
+    LOOKUP_ERRORS,
+    SEARCH_ERRORS,
+    EngineDep,
+    GateDep,
+    Read,
+)
 from toolscout.api.errors import body_for, error_body, validation_body
 from toolscout.api.gate import SearchGate
 from toolscout.api.guard import (
@@ -35,10 +44,9 @@ from toolscout.api.guard import (
 from toolscout.api.jobs import JobRunner
 from toolscout.api.mcp import McpMount, create_mcp_server
 from toolscout.api.metrics import Metrics, MetricsMiddleware
-from toolscout.api.openapi import allowed_methods, document_body_errors, strict_query
+from toolscout.api.openapi import allowed_methods, document_body_errors
 from toolscout.api.schemas import (
     QUERY_SCHEMA,
-    ErrorBody,
     ProviderTools,
     SearchRequest,
     SearchResponse,
@@ -56,72 +64,6 @@ from toolscout.models import SearchRequest as CoreRequest
 from toolscout.search.hybrid import MAX_QUERY_CHARS
 
 log = logging.getLogger("toolscout.api")
-
-API = "/api/v1"
-T = TypeVar("T")
-#: The bearer scheme, declared so OpenAPI lists it and /docs has an Authorize button; the key
-#: policy itself is checked by ``access`` (reads may be open on loopback).
-BEARER = HTTPBearer(
-    auto_error=False,
-    description="`TOOLSCOUT_API_KEY` (every route) or `TOOLSCOUT_READ_KEY` (reads).",
-)
-
-
-_ERRORS: dict[int, str] = {
-    400: "Empty or blank query (`empty_query`), or a body that is not JSON text (`http_error`).",
-    401: "No or wrong bearer key (`unauthorized`).",
-    403: "The key may not do this (`forbidden`).",
-    404: "No such tool, skill, suggestion, server or job (`*_not_found`).",
-    409: "A skill with that id exists (`skill_exists`).",
-    422: "A parameter is invalid; `field` names it (`invalid_parameter`).",
-    503: "Too many searches in flight (`overloaded`): retry after `Retry-After` seconds.",
-}
-
-
-def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI ``responses`` for the error answers a route can give, with the real body."""
-    return {c: {"model": ErrorBody, "description": _ERRORS[c]} for c in codes}
-
-
-#: Every route behind the key policy with parameters; searches add 400 (empty query).
-GUARDED = errors(401, 403, 422)
-SEARCH_ERRORS = errors(400, 401, 403, 422, 503)
-LOOKUP_ERRORS = errors(401, 403, 404, 422)
-
-
-def access(level: Access) -> Callable[[Request], Coroutine[Any, Any, None]]:
-    """A dependency enforcing the key policy for ``level`` (async: no thread hop for it).
-
-    Raises:
-        AccessDenied: answered 401/403 by the error table.
-        QueryError: a query parameter the route does not take, or one given twice (checked
-            after the key, so a caller without one learns nothing of the routes).
-    """
-
-    async def dependency(
-        request: Request,
-        _: Annotated[HTTPAuthorizationCredentials | None, Security(BEARER)] = None,
-    ) -> None:
-        policy: KeyPolicy = request.app.state.policy
-        client = request.client.host if request.client else None
-        check_access(policy, level, bearer_token(request.headers.get("authorization")), client)
-        strict_query(request)
-
-    return dependency
-
-
-Read = Depends(access(Access.READ))
-Write = Depends(access(Access.WRITE))
-
-
-async def _engine(request: Request) -> Engine:
-    # async: a plain ``def`` dependency costs every request a hop through the shared worker
-    # threads, where under load it queues behind everything else before admission control.
-    engine: Engine = request.app.state.engine
-    return engine
-
-
-EngineDep = Annotated[Engine, Depends(_engine)]
 
 
 def _install_error_handlers(app: FastAPI) -> None:
@@ -164,12 +106,6 @@ def _split(value: str | None) -> list[str] | None:
     return items or None
 
 
-async def _gate(request: Request) -> SearchGate:
-    gate: SearchGate = request.app.state.gate
-    return gate
-
-
-GateDep = Annotated[SearchGate, Depends(_gate)]
 QueryParam = Annotated[
     str,
     Query(
@@ -382,7 +318,7 @@ def create_app(
     feedback_routes(app)
     app.router.routes.append(mcp.route())
     app.include_router(console_router(s))  # the web console at /
-    document_body_errors(app, _ERRORS[400], "#/components/schemas/ErrorBody")
+    document_body_errors(app, ERROR_TEXTS[400], "#/components/schemas/ErrorBody")
     guard = GuardConfig(
         policy=policy,
         allowed_hosts=allowed_host_names(s.allowed_hosts, s.host),

@@ -13,8 +13,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from toolscout.api.auth import Access, KeyPolicy, bearer_token, check_access, is_loopback
+from toolscout.api.deps import EngineDep, Read, errors
 from toolscout.api.gate import SearchGate
-from toolscout.api.http import EngineDep, Read, errors
 from toolscout.api.metrics import Metrics
 from toolscout.api.schemas import Health, HealthStatus
 from toolscout.engine import Engine

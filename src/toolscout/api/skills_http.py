@@ -13,8 +13,8 @@ from typing import Annotated
 
 from fastapi import Depends, FastAPI, Path, Request
 
-from toolscout.api.http import API, GUARDED, LOOKUP_ERRORS, EngineDep, Read, Write, errors
-from toolscout.api.jobs import Job, JobRunner
+from toolscout.api.deps import API, GUARDED, LOOKUP_ERRORS, EngineDep, Read, Write, errors, job_out
+from toolscout.api.jobs import JobRunner
 from toolscout.api.schemas import (
     ClassifyRequest,
     JobOut,
@@ -38,20 +38,6 @@ def _jobs(request: Request) -> JobRunner:
 JobsDep = Annotated[JobRunner, Depends(_jobs)]
 #: Suggestion ids are SQLite rowids: positive 64-bit integers (larger ones are a 422, not a 500).
 SuggestionId = Annotated[int, Path(ge=1, le=2**63 - 1)]
-
-
-def _job_out(job: Job) -> JobOut:
-    return JobOut(
-        id=job.id,
-        status=job.status,
-        processed=job.processed,
-        total=job.total,
-        errors=job.errors,
-        failed=list(job.failed),
-        message=job.message,
-        started_at=job.started_at,
-        finished_at=job.finished_at,
-    )
 
 
 def _classify(
@@ -166,7 +152,7 @@ def _classify_routes(app: FastAPI) -> None:
         """Start batch classification in the background; poll the returned job."""
         req = body or ClassifyRequest()
         job = jobs.start(partial(_classify, engine, req.all, req.concurrency))
-        return _job_out(job)
+        return job_out(job)
 
     @app.get(
         f"{API}/skills/classify/{{job_id}}",
@@ -176,7 +162,7 @@ def _classify_routes(app: FastAPI) -> None:
     )
     def classification_job(job_id: str, jobs: JobsDep) -> JobOut:
         """Progress of a classification job: processed / total / errors."""
-        return _job_out(jobs.get(job_id))
+        return job_out(jobs.get(job_id))
 
 
 def skill_routes(app: FastAPI) -> None:
