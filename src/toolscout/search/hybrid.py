@@ -35,11 +35,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from toolscout.embed.base import Embedder
-from toolscout.errors import EmptyQuery, QueryError
+from toolscout.errors import ConfigError, EmptyQuery, QueryError
 from toolscout.models import Filters, Ranked, Scored, SearchMode
 from toolscout.search.calibration import Calibration, Evidence, load_calibration
 from toolscout.search.fusion import fuse_rrf, fuse_scores, spread_intents
 from toolscout.search.intents import split_intents
+from toolscout.search.rank import Legs, Ranker, features, load_ranker
 from toolscout.search.text import identifier_key, query_tokens
 from toolscout.store.base import Store
 
@@ -85,6 +86,9 @@ class SearchConfig:
     #: Give every intent of a multi-intent request its share of the first places.
     intent_fusion: bool = True
     exact_name_boost: bool = True
+    #: Re-score the first ``candidates`` fused hits of a hybrid search with the learned ranker
+    #: (search/rank.py); off: the hand-set fusion's order stands.
+    learned_ranker: bool = True
     #: Run the lexical and the vector leg at the same time on stores that gain from it (a
     #: search then costs about its slower leg: on PostgreSQL both legs run on the server,
     #: each on its own connection).
@@ -118,6 +122,7 @@ class HybridSearcher:
         embedder: Embedder,
         config: SearchConfig | None = None,
         calibration: Calibration | None = None,
+        ranker: Ranker | None = None,
     ):
         self.store = store
         self.embedder = embedder
@@ -134,6 +139,16 @@ class HybridSearcher:
                 "`python bench/calibrate.py --write`",
                 self.calibration_status,
             )
+        #: The learned ranker (the packaged one unless given; None: the fusion's order stands).
+        self.ranker = ranker
+        if ranker is None and self.config.learned_ranker:
+            try:
+                self.ranker = load_ranker()
+            except ConfigError as exc:
+                # Searches still work in the fusion's order; say once why, and how to refit.
+                if str(exc) not in _WARNED:
+                    _WARNED.add(str(exc))
+                    log.warning("learned ranker off: %s", exc)
         # Only stores whose reads gain from overlapping get the threads.
         self._legs = (
             ThreadPoolExecutor(max_workers=LEG_THREADS, thread_name_prefix="toolscout-leg")
@@ -244,10 +259,52 @@ class HybridSearcher:
             runs = vector_leg()
         vector = _best_of(runs, n)
         fused = self._fuse(mode, tokens, lexical, vector)
+        chances: dict[str, float] | None = None
+        if mode is SearchMode.HYBRID and cfg.learned_ranker and self.ranker is not None and fused:
+            t0 = time.perf_counter()
+            legs = Legs(lexical, vector, fused, len(runs), self.store.count())
+            fused, chances = self._rerank(self.ranker, legs, tokens)
+            timings["rerank_ms"] = (time.perf_counter() - t0) * 1000
         if mode is not SearchMode.BM25 and cfg.intent_fusion and len(runs) > 1:
             fused = spread_intents(fused, _owners(runs), len(runs), places or limit)
         fused = self._boost_exact_name(text, fused)
-        return self._calibrated(mode, fused[:limit], lexical, vector)
+        return self._calibrated(mode, fused[:limit], lexical, vector, chances)
+
+    def legs(self, query: str) -> tuple[Legs, list[str]]:
+        """The legs of a hybrid search for ``query`` (no filters) and its analysed tokens, as
+        the ranker sees them; the fit script learns from these.
+
+        Raises:
+            QueryError: bad query.
+        """
+        text = check_query(query)
+        n = self.config.candidates
+        tokens = query_tokens(text)
+        lexical = self._lexical(tokens, n, n, None)
+        runs = self.store.nearest_many(self.embed_query(text), limit=n, filters=None)
+        vector = _best_of(runs, n)
+        fused = self._fuse(SearchMode.HYBRID, tokens, lexical, vector)
+        return Legs(lexical, vector, fused, len(runs), self.store.count()), tokens
+
+    def candidate_features(
+        self, legs: Legs, tokens: list[str]
+    ) -> tuple[list[str], NDArray[np.float64]]:
+        """The candidates the ranker re-scores (the first ``candidates`` fused hits) and their
+        feature rows (search/rank.py); the fit script reads the same rows."""
+        ids = [h.id for h in legs.fused[: self.config.candidates]]
+        return ids, features(legs, ids, tokens, self.store.get_many(ids))
+
+    def _rerank(
+        self, ranker: Ranker, legs: Legs, tokens: list[str]
+    ) -> tuple[list[Scored], dict[str, float]]:
+        """The candidates in the ranker's order (ties by id), then the rest as fused; and each
+        candidate's probability of being a right tool."""
+        ids, x = self.candidate_features(legs, tokens)
+        raw = ranker.scores(x)
+        chance = ranker.probabilities(raw)
+        order = sorted(range(len(ids)), key=lambda i: (-raw[i], ids[i]))
+        head = [Scored(ids[i], float(chance[i])) for i in order]
+        return head + list(legs.fused[len(ids) :]), {h.id: h.score for h in head}
 
     def _lexical(
         self, tokens: list[str], n: int, limit: int, filters: Filters | None
@@ -260,10 +317,16 @@ class HybridSearcher:
         )
 
     def _calibrated(
-        self, mode: SearchMode, top: list[Scored], lexical: list[Scored], vector: list[Scored]
+        self,
+        mode: SearchMode,
+        top: list[Scored],
+        lexical: list[Scored],
+        vector: list[Scored],
+        chances: dict[str, float] | None = None,
     ) -> list[tuple[Ranked, Evidence]]:
-        """Each hit's evidence and calibrated score. A hit never scores above the one ranked
-        before it, so the scores and the order tell one story."""
+        """Each hit's evidence and calibrated score (``chances``: the ranker's probabilities,
+        which then are the scores). A hit never scores above the one ranked before it, so the
+        scores and the order tell one story."""
         lex_rank = {h.id: r for r, h in enumerate(lexical, 1)}
         vec_rank = {h.id: r for r, h in enumerate(vector, 1)}
         lex_score = {h.id: h.score for h in lexical}
@@ -299,7 +362,12 @@ class HybridSearcher:
         out: list[tuple[Ranked, Evidence]] = []
         ceiling = 1.0
         for hit, ev in zip(top, evidence, strict=True):
-            ceiling = min(ceiling, self.calibration.probability(mode.value, ev, answerable))
+            chance = (
+                chances.get(hit.id, 0.0)
+                if chances is not None
+                else self.calibration.probability(mode.value, ev, answerable)
+            )
+            ceiling = min(ceiling, chance)
             ranked = Ranked(hit.id, ceiling, lex_rank.get(hit.id), vec_rank.get(hit.id), answerable)
             out.append((ranked, ev))
         return out
