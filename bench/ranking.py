@@ -5,8 +5,9 @@
 Systems, all on toolscout's active embedding model, one index per set:
 
 * ``default`` — ``Engine.search`` (the public API, hybrid mode);
-* ``fixed_fusion`` — the same legs in the hand-set adaptive fusion's order, without the learned
-  ranker (search/rank.py);
+* ``learned`` — the same legs re-scored by the learned ranker (search/rank.py; ``--ranker DIR``
+  measures a refit instead of the packaged one);
+* ``fixed_fusion`` — the same legs in the hand-set adaptive fusion's order, no learned ranker;
 * ``cosine`` — cosine over the peer text ``name + split name + server + category + description
   + parameter names and descriptions`` (bench/quality.py ``peer_text``), whole request;
 * ``bm25s`` — bm25s (English stopwords, Snowball stemmer) over the same text;
@@ -16,8 +17,9 @@ Systems, all on toolscout's active embedding model, one index per set:
 For each set and split: hit@3 and nDCG@10 of every system, then ``default`` against each other
 system request by request: on how many requests one ranks a gold tool in the top 3 and the other
 does not (``+won/-lost``), with the exact two-sided sign test's p-value; the same for nDCG@10
-(a request counts where the two differ). Last, how well the default's scores are calibrated:
-the expected calibration error (10 equal-width bins) of its first hit and of its first five.
+(a request counts where the two differ). Last, how well the default's and the learned
+ranker's scores are calibrated: the expected calibration error (10 equal-width bins) of the first
+hit and of the first five.
 
 Sets: bench/natural.py's (the ``dev`` / ``test`` splits of ``data/natural``, the paraphrase and
 single-intent halves, ToolBench G1 as dev, Seal-Tools' ``dev`` split) and ``tooleyes_dev``
@@ -44,6 +46,8 @@ from toolscout.engine import Engine
 from toolscout.eval.metrics import mean, score_query
 from toolscout.models import Tool
 from toolscout.search.hybrid import HybridSearcher
+from toolscout.search.rank import Ranker as Learned
+from toolscout.search.rank import load_ranker
 
 METRICS = ("hit@3", "ndcg@10")
 
@@ -59,11 +63,15 @@ def all_sets(natural: Path) -> dict[str, Dataset]:
     return out
 
 
-def systems(engine: Engine, tools: list[Tool], scores: dict[str, list[float]]) -> dict[str, Ranker]:
+def systems(
+    engine: Engine, tools: list[Tool], scores: dict[str, dict[str, list[float]]], ranker: Learned
+) -> dict[str, Ranker]:
     """Every system of the module docstring, keyed by name (``default`` first); ``scores``
-    receives the default's hit scores per request text."""
-    fixed = HybridSearcher(
-        engine.store, engine.embedder, replace(engine.searcher.config, learned_ranker=False)
+    receives the default's and the learned ranker's hit scores per request text."""
+    config = engine.searcher.config
+    fixed = HybridSearcher(engine.store, engine.embedder, replace(config, learned_ranker=False))
+    learned = HybridSearcher(
+        engine.store, engine.embedder, replace(config, learned_ranker=True), ranker=ranker
     )
     peer = peers(engine, tools)
     # Each request's two peer lists are computed once and fused twice.
@@ -78,11 +86,17 @@ def systems(engine: Engine, tools: list[Tool], scores: dict[str, list[float]]) -
 
     def default(q: str) -> list[str]:
         hits = engine.search(q, limit=10).hits
-        scores[q] = [h.score for h in hits]
+        scores["default"][q] = [h.score for h in hits]
         return [h.tool.id for h in hits]
+
+    def learned_order(q: str) -> list[str]:
+        hits = learned.search(q, limit=10)
+        scores["learned"][q] = [h.score for h in hits]
+        return [h.id for h in hits]
 
     return {
         "default": default,
+        "learned": learned_order,
         "fixed_fusion": lambda q: [r.id for r in fixed.search(q, limit=10)],
         "cosine": cosine,
         "bm25s": bm25,
@@ -122,7 +136,7 @@ def ece(pairs: list[tuple[float, bool]], bins: int = 10) -> float:
 def calibration(
     reqs: list[Request], ids: dict[str, list[str]], scores: dict[str, list[float]]
 ) -> dict[str, float]:
-    """ECE of the default's first hit and of its first five hits, and their mean score."""
+    """ECE of a system's first hit and of its first five hits, and their mean score."""
     top1: list[tuple[float, bool]] = []
     top5: list[tuple[float, bool]] = []
     for r in reqs:
@@ -139,25 +153,28 @@ def calibration(
     }
 
 
-def run_set(ds: Dataset, requests: list[Request], db_dir: Path) -> dict[str, Any]:
+def run_set(
+    ds: Dataset, requests: list[Request], db_dir: Path, ranker: Path | None = None
+) -> dict[str, Any]:
     engine, tools = open_index(db_dir / f"{ds.name}.db", ds.tools, ds.name)
-    scores: dict[str, list[float]] = {}
-    ranked = systems(engine, tools, scores)
+    scores: dict[str, dict[str, list[float]]] = {"default": {}, "learned": {}}
+    ranked = systems(engine, tools, scores, load_ranker(ranker))
     report: dict[str, Any] = {}
     for split in sorted({r.split for r in requests}):
         reqs = [r for r in requests if r.split == split]
         rows: dict[str, list[dict[str, float]]] = {}
-        first: dict[str, list[str]] = {}
+        runs: dict[str, dict[str, list[str]]] = {}
         for name, rank in ranked.items():
-            runs = {r.id: rank(r.text)[:10] for r in reqs}
-            rows[name] = [score_query(runs[r.id], r.gold) for r in reqs]
-            first = first or runs
+            runs[name] = {r.id: rank(r.text)[:10] for r in reqs}
+            rows[name] = [score_query(runs[name][r.id], r.gold) for r in reqs]
         means = {name: mean(v) for name, v in rows.items()}
         report[split] = {
             "requests": len(reqs),
             "systems": {n: {k: round(m[k], 4) for k in METRICS} for n, m in means.items()},
             "default_vs": compare(rows),
-            "calibration": calibration(reqs, first, scores),
+            "calibration": {
+                name: calibration(reqs, runs[name], scores[name]) for name in ("default", "learned")
+            },
         }
         print(_line(ds.name, split, report[split]), flush=True)
     engine.close()
@@ -172,11 +189,13 @@ def _line(name: str, split: str, row: dict[str, Any]) -> str:
         f"{k} h3 +{v['hit@3']['won']}/-{v['hit@3']['lost']} p={v['hit@3']['p']:.2g}"
         for k, v in row["default_vs"].items()
     )
-    cal = row["calibration"]
+    cal = "  ".join(
+        f"{k}: ECE top-1 {c['ece_top1']:.3f} top-5 {c['ece_top5']:.3f} (top-1 mean score "
+        f"{c['mean_top1']:.3f}, right {c['right_top1']:.3f})"
+        for k, c in row["calibration"].items()
+    )
     return (
-        f"{name:18s} {split:4s} n={row['requests']:4d}  {cells}\n{'':24s}vs: {signs}\n"
-        f"{'':24s}ECE top-1 {cal['ece_top1']:.3f}  top-5 {cal['ece_top5']:.3f}  "
-        f"(top-1 mean score {cal['mean_top1']:.3f}, right {cal['right_top1']:.3f})"
+        f"{name:18s} {split:4s} n={row['requests']:4d}  {cells}\n{'':24s}vs: {signs}\n{'':24s}{cal}"
     )
 
 
@@ -205,6 +224,9 @@ def main() -> int:
     parser.add_argument("--max-queries", type=int, default=400, help="per split; 0 = all")
     parser.add_argument("--db-dir", type=Path, default=ROOT / "bench" / "out" / "ranking" / "db")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "ranking")
+    parser.add_argument(
+        "--ranker", type=Path, default=None, help="measure this refit's folder as `learned`"
+    )
     args = parser.parse_args()
     t0 = time.perf_counter()
     report: dict[str, Any] = {"sets": {}}
@@ -215,7 +237,7 @@ def main() -> int:
             continue
         reqs = [r for r in load_requests(ds, args.max_queries) if r.split in args.splits]
         if reqs:
-            report["sets"][name] = run_set(ds, reqs, args.db_dir)
+            report["sets"][name] = run_set(ds, reqs, args.db_dir, args.ranker)
     report["seconds"] = round(time.perf_counter() - t0, 1)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "ranking.json").write_text(json.dumps(report, indent=1))

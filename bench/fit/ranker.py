@@ -53,7 +53,7 @@ PARAMS: dict[str, Any] = {
     "bagging_fraction": 0.8,
     "bagging_freq": 1,
     "lambda_l2": 1.0,
-    "num_threads": 2,
+    "num_threads": 1,
     "deterministic": True,
     "force_row_wise": True,
     "seed": 7,
@@ -154,16 +154,32 @@ def main() -> int:
     parser.add_argument("--max-train", type=int, default=3000, help="MetaTool training requests")
     parser.add_argument("--max-dev", type=int, default=600, help="dev requests per source")
     parser.add_argument("--rounds", type=int, default=600)
+    parser.add_argument(
+        "--folder", type=Path, default=ROOT / "src" / "toolscout" / "search",
+        help="where --write puts the files (default: the packaged ranker's)",
+    )  # fmt: skip
     parser.add_argument("--db-dir", type=Path, default=ROOT / "bench" / "out" / "ranking" / "db")
     parser.add_argument("--cache", type=Path, default=ROOT / "bench" / "out" / "ranking" / "rows")
+    parser.add_argument(
+        "--train-on", choices=("train", "dev"), default="train",
+        help="dev: learn from the dev requests, rounds chosen by 3-fold cross-validation",
+    )  # fmt: skip
     args = parser.parse_args()
     t0 = time.perf_counter()
     caps = {"metatool": args.max_train}
-    tr = stack([collect(s, "train", caps.get(s, 0), args.db_dir, args.cache) for s in SOURCES])
     dev = stack([collect(s, "dev", args.max_dev, args.db_dir, args.cache) for s in SOURCES])
+    if args.train_on == "train":
+        tr = stack([collect(s, "train", caps.get(s, 0), args.db_dir, args.cache) for s in SOURCES])
+        model = train(tr, dev, args.rounds)
+        best = model.best_iteration or args.rounds
+    else:
+        tr = dev
+        stops = [train(subset(tr, ~m), subset(tr, m), args.rounds).best_iteration
+                 for m in folds(tr, 3)]  # fmt: skip
+        best = max(1, int(np.mean(stops)))
+        model = train(tr, None, best)
+        print(f"cross-validated rounds {stops}")
     print(f"rows: train {tr[2].size} requests / {tr[0].shape[0]} candidates, dev {dev[2].size}")
-    model = train(tr, dev, args.rounds)
-    best = model.best_iteration or args.rounds
     fused = -np.log1p(np.concatenate([np.arange(1, s + 1) for s in dev[2]]).astype(np.float64))
     learned = model.predict(dev[0], num_iteration=best)
     print(f"rounds {best}; dev hit@3 of the candidates: fusion {100 * hits_at_3(fused, dev):.1f}"
@@ -172,13 +188,14 @@ def main() -> int:
     for mask in folds(tr, 3):
         part = train(subset(tr, ~mask), None, best)
         oof[mask] = part.predict(tr[0][mask])
+    print(f"out-of-fold hit@3: {100 * hits_at_3(oof, tr):.1f}")
     calibration = platt(oof, tr)
     print(f"platt {calibration}; fitted in {time.perf_counter() - t0:.0f} s")
     gain = model.feature_importance("gain", iteration=best)
     for name, g in sorted(zip(FEATURES, gain, strict=True), key=lambda kv: -kv[1]):
         print(f"  {name:18s} {g:10.0f}")
     if args.write:
-        folder = ROOT / "src" / "toolscout" / "search"
+        folder = args.folder
         text = model.model_to_string(num_iteration=best)
         (folder / MODEL_FILE).write_text(text, encoding="utf-8")
         meta = {
@@ -188,9 +205,9 @@ def main() -> int:
             "rounds": best,
             "provenance": (
                 f"bench/fit/ranker.py --write --max-train {args.max_train} --max-dev "
-                f"{args.max_dev}: LightGBM {lgb.__version__} LambdaRank on {tr[2].size} training "
-                f"requests of data/natural ({', '.join(SOURCES)}), early-stopped on {dev[2].size} "
-                "dev requests; Platt on 3-fold out-of-fold predictions of the training requests"
+                f"{args.max_dev} --train-on {args.train_on}: LightGBM {lgb.__version__} LambdaRank "
+                f"on {tr[2].size} {args.train_on} requests of data/natural ({', '.join(SOURCES)}), "
+                f"{best} rounds; Platt on 3-fold out-of-fold predictions of those requests"
             ),
         }
         (folder / META_FILE).write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")

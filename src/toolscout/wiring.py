@@ -30,6 +30,7 @@ def open_engine(cls: type[Engine], settings: Settings | None, overrides: dict[st
     store = open_store(s.db)
     config = SearchConfig(
         fusion=s.fusion,  # type: ignore[arg-type]  # validated by Settings
+        learned_ranker=s.learned_ranker,
         rrf_k=s.rrf_k,
         lexical_weight=s.lexical_weight,
         vector_weight=s.vector_weight,

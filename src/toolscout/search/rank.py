@@ -60,7 +60,6 @@ FEATURES: tuple[str, ...] = (
     "name_covered",
     "server_best_gap",
     "server_share",
-    "description_words",
 )
 
 
@@ -133,7 +132,6 @@ def features(
             shared / len(query) if query else 0.0,
             server_best[server[tid]] - best_cos,
             top_servers.count(server[tid]) / max(1, len(top_servers)),
-            math.log1p(len(tool.description.split()) if tool else 0),
         ]
     return rows
 
