@@ -11,9 +11,10 @@ dev tool is the gold of a training request.
 
 Model: LightGBM LambdaRank, early-stopped on the ``dev`` requests of the same sources (nDCG@3).
 Calibration: Platt scaling of the ranker's output (raw score and its gap to the request's best)
-on out-of-fold predictions: the training requests in three folds, each scored by a model fitted
-on the other two with the chosen number of rounds. ``--write`` puts ``ranker.txt`` and
-``ranker.json`` (sha256, features, calibration, this command) beside search/rank.py.
+over each request's first ten candidates, on out-of-fold predictions: the training requests in
+three folds, each scored by a model fitted on the other two with the chosen number of rounds.
+``--write`` puts ``ranker.txt`` and ``ranker.json`` (sha256, features, calibration, this
+command) beside search/rank.py.
 Requires ``pip install lightgbm==4.7.0`` (training only; serving reads the text model itself).
 Feature rows are cached in ``--cache`` (delete it after changing the features).
 """
@@ -124,15 +125,19 @@ def hits_at_3(raw: NDArray[np.float64], rows: Rows) -> float:
     return float(np.mean(out))
 
 
-def platt(raw: NDArray[np.float64], rows: Rows) -> tuple[float, float, float]:
-    """Fit ``sigmoid(a * raw + b * (raw - request best) + c)`` to the labels."""
-    gap = np.empty_like(raw)
+def platt(raw: NDArray[np.float64], rows: Rows, top: int = 10) -> tuple[float, float, float]:
+    """Fit ``sigmoid(a * raw + b * (raw - request best) + c)`` to the labels of each request's
+    first ``top`` candidates by ``raw``: the hits a caller reads, not the bulk of the 100."""
+    x: list[tuple[float, float]] = []
+    y: list[float] = []
     start = 0
     for size in rows[2]:
         part = raw[start : start + size]
-        gap[start : start + size] = part - part.max()
+        for i in np.argsort(-part, kind="stable")[:top]:
+            x.append((float(part[i]), float(part[i] - part.max())))
+            y.append(float(rows[1][start + i]))
         start += size
-    coef, intercept = fit_logistic(np.column_stack([raw, gap]), rows[1])
+    coef, intercept = fit_logistic(np.array(x), np.array(y))
     return coef[0], coef[1], intercept
 
 
@@ -154,6 +159,11 @@ def main() -> int:
     parser.add_argument("--max-train", type=int, default=3000, help="MetaTool training requests")
     parser.add_argument("--max-dev", type=int, default=600, help="dev requests per source")
     parser.add_argument("--rounds", type=int, default=600)
+    parser.add_argument("--fixed-rounds", type=int, default=0, help="skip early stopping")
+    parser.add_argument(
+        "--calibrate-on", choices=("train", "dev"), default="train",
+        help="train: out-of-fold predictions of the training requests; dev: the dev requests",
+    )  # fmt: skip
     parser.add_argument(
         "--folder", type=Path, default=ROOT / "src" / "toolscout" / "search",
         help="where --write puts the files (default: the packaged ranker's)",
@@ -170,8 +180,8 @@ def main() -> int:
     dev = stack([collect(s, "dev", args.max_dev, args.db_dir, args.cache) for s in SOURCES])
     if args.train_on == "train":
         tr = stack([collect(s, "train", caps.get(s, 0), args.db_dir, args.cache) for s in SOURCES])
-        model = train(tr, dev, args.rounds)
-        best = model.best_iteration or args.rounds
+        model = train(tr, None if args.fixed_rounds else dev, args.fixed_rounds or args.rounds)
+        best = args.fixed_rounds or model.best_iteration or args.rounds
     else:
         tr = dev
         stops = [train(subset(tr, ~m), subset(tr, m), args.rounds).best_iteration
@@ -184,12 +194,17 @@ def main() -> int:
     learned = model.predict(dev[0], num_iteration=best)
     print(f"rounds {best}; dev hit@3 of the candidates: fusion {100 * hits_at_3(fused, dev):.1f}"
           f", ranker {100 * hits_at_3(learned, dev):.1f}")  # fmt: skip
-    oof = np.empty(tr[0].shape[0])
-    for mask in folds(tr, 3):
-        part = train(subset(tr, ~mask), None, best)
-        oof[mask] = part.predict(tr[0][mask])
-    print(f"out-of-fold hit@3: {100 * hits_at_3(oof, tr):.1f}")
-    calibration = platt(oof, tr)
+    if args.calibrate_on == "dev":
+        # The dev requests are held out from the ranker and from the embedder behind its
+        # cosines; the training requests' cosines come from a model trained on them.
+        calibration = platt(learned, dev)
+    else:
+        oof = np.empty(tr[0].shape[0])
+        for mask in folds(tr, 3):
+            part = train(subset(tr, ~mask), None, best)
+            oof[mask] = part.predict(tr[0][mask])
+        print(f"out-of-fold hit@3: {100 * hits_at_3(oof, tr):.1f}")
+        calibration = platt(oof, tr)
     print(f"platt {calibration}; fitted in {time.perf_counter() - t0:.0f} s")
     gain = model.feature_importance("gain", iteration=best)
     for name, g in sorted(zip(FEATURES, gain, strict=True), key=lambda kv: -kv[1]):
@@ -205,9 +220,10 @@ def main() -> int:
             "rounds": best,
             "provenance": (
                 f"bench/fit/ranker.py --write --max-train {args.max_train} --max-dev "
-                f"{args.max_dev} --train-on {args.train_on}: LightGBM {lgb.__version__} LambdaRank "
+                f"{args.max_dev} --train-on {args.train_on} --fixed-rounds {best} "
+                f"--calibrate-on {args.calibrate_on}: LightGBM {lgb.__version__} LambdaRank "
                 f"on {tr[2].size} {args.train_on} requests of data/natural ({', '.join(SOURCES)}), "
-                f"{best} rounds; Platt on 3-fold out-of-fold predictions of those requests"
+                f"{best} rounds; Platt on the {args.calibrate_on} requests' first ten candidates"
             ),
         }
         (folder / META_FILE).write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
