@@ -145,30 +145,30 @@ def _name_tokens(name: str) -> frozenset[str]:
 @dataclass(frozen=True)
 class Trees:
     """A forest packed for level-wise evaluation: every node of every tree in flat arrays; a
-    leaf points to itself, so walking ``depth`` steps from each root ends on its leaf."""
+    leaf points to itself. Trees are ordered deepest first and ``active[level]`` says how many
+    still have splits at that level, so shallow trees stop being walked once they are done."""
 
     feature: NDArray[np.int64]
     threshold: NDArray[np.float64]
-    left: NDArray[np.int64]
-    right: NDArray[np.int64]
+    #: A node's left child at ``child[node]``, its right one at ``child[node + nodes]``.
+    child: NDArray[np.int64]
     value: NDArray[np.float64]
     roots: NDArray[np.int64]
-    depth: int
+    active: tuple[int, ...]
 
     def predict(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         """The sum of the trees' leaf values for each row of ``x``."""
         if x.shape[0] == 0:
             return np.zeros(0)
-        # Flat gathers: a row's feature value is flat[row offset + feature], a node's next node
-        # is child[node + (went right) * nodes]; four gathers per level for all trees at once.
+        # Flat gathers: a row's feature value is flat[row offset + feature].
         flat = np.ascontiguousarray(x, dtype=np.float64).ravel()
         offset = (np.arange(x.shape[0]) * x.shape[1])[:, None]
-        child = np.concatenate([self.left, self.right])
-        nodes = self.left.size
-        node = np.broadcast_to(self.roots, (x.shape[0], self.roots.size))
-        for _ in range(self.depth):
-            right = flat[offset + self.feature[node]] > self.threshold[node]
-            node = child[node + right * nodes]
+        nodes = self.value.size
+        node = np.repeat(self.roots[None, :], x.shape[0], axis=0)
+        for k in self.active:
+            part = node[:, :k]
+            right = flat[offset + self.feature[part]] > self.threshold[part]
+            node[:, :k] = self.child[part + right * nodes]
         out: NDArray[np.float64] = self.value[node].sum(axis=1)
         return out
 
@@ -184,25 +184,23 @@ def parse_lightgbm(text: str) -> Trees:
         raise ConfigError("ranker model holds no trees")
     # Columns: feature, threshold, left, right, value; one row per node of every tree.
     nodes: list[tuple[int, float, int, int, float]] = []
-    roots: list[int] = []
-    depth = 1
+    roots: list[tuple[int, int]] = []  # (levels, root node)
     for block in blocks:
         kv = dict(line.split("=", 1) for line in block.splitlines() if "=" in line)
         if any(int(d) & 1 for d in kv.get("decision_type", "").split()):
             raise ConfigError("ranker model has categorical splits; this code reads numerical ones")
-        roots.append(len(nodes))
         tree, levels = _tree(kv, len(nodes))
+        roots.append((levels, len(nodes)))
         nodes.extend(tree)
-        depth = max(depth, levels)
+    roots.sort(key=lambda r: -r[0])
     cols = list(zip(*nodes, strict=True))
     return Trees(
         np.array(cols[0], dtype=np.int64),
         np.array(cols[1], dtype=np.float64),
-        np.array(cols[2], dtype=np.int64),
-        np.array(cols[3], dtype=np.int64),
+        np.array(cols[2] + cols[3], dtype=np.int64),
         np.array(cols[4], dtype=np.float64),
-        np.array(roots, dtype=np.int64),
-        depth,
+        np.array([r for _, r in roots], dtype=np.int64),
+        tuple(sum(1 for lv, _ in roots if lv > level) for level in range(roots[0][0])),
     )
 
 
@@ -221,7 +219,7 @@ def _tree(kv: dict[str, str], base: int) -> tuple[list[tuple[int, float, int, in
 
     out = [(split[i], threshold[i], node(left[i]), node(right[i]), 0.0) for i in range(inner)]
     out.extend((0, math.inf, base + inner + j, base + inner + j, v) for j, v in enumerate(leaves))
-    return out, _depth(left, right) if inner else 1
+    return out, _depth(left, right) if inner else 0
 
 
 def _depth(left: list[int], right: list[int]) -> int:
