@@ -10,7 +10,7 @@ from toolscout.config import Settings, load_settings
 from toolscout.embed.stack import open_embedder_stack
 from toolscout.enrich.factory import open_enricher
 from toolscout.enrich.llm import open_llm
-from toolscout.search.hybrid import DEFAULT_FIELD_WEIGHTS, SearchConfig
+from toolscout.search.config import DEFAULT_FIELD_WEIGHTS, SearchConfig
 from toolscout.store.base import open_store
 
 if TYPE_CHECKING:

@@ -16,7 +16,9 @@ fixes both:
   and each intent is also fused on its own, so the best tool for *one* intent ranks as high as
   the best tool for the whole request ("book a meeting *and email her the agenda*").
 
-Scores are calibrated (``search/calibration.py``): a hit's score is the probability that the tool
+With ``learned_ranker`` on, a learned model re-orders the first fused candidates and its
+probabilities are the scores (``search/rank.py``). Otherwise scores come from
+``search/calibration.py``: a hit's score is the probability that the tool
 serves the request, comparable across requests; a request that no indexed tool is likely to
 serve (judged from the vector leg's closest tool) is a ``no_match``.
 """
@@ -28,8 +30,6 @@ import math
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -38,9 +38,16 @@ from toolscout.embed.base import Embedder
 from toolscout.errors import ConfigError, EmptyQuery, QueryError
 from toolscout.models import Filters, Ranked, Scored, SearchMode
 from toolscout.search.calibration import Calibration, Evidence, load_calibration
-from toolscout.search.fusion import fuse_rrf, fuse_scores, spread_intents
+from toolscout.search.config import SearchConfig
+from toolscout.search.fusion import (
+    best_of_intents,
+    fuse_rrf,
+    fuse_scores,
+    intent_owners,
+    spread_intents,
+)
 from toolscout.search.intents import split_intents
-from toolscout.search.rank import Legs, Ranker, features, load_ranker
+from toolscout.search.rank import Legs, Ranker, features, load_ranker, rerank
 from toolscout.search.text import identifier_key, query_tokens
 from toolscout.store.base import Store
 
@@ -53,47 +60,6 @@ MAX_ROWS = 8
 _WARNED: set[str] = set()
 #: Threads shared by all searches of one searcher for their vector legs.
 LEG_THREADS = 8
-Fusion = Literal["adaptive", "rrf", "score"]
-
-#: name, actions, enhanced, keywords, use_cases, domain, description, params
-DEFAULT_FIELD_WEIGHTS: tuple[float, ...] = (3.0, 2.5, 2.0, 2.0, 1.5, 1.5, 1.0, 1.0)
-
-
-@dataclass(frozen=True)
-class SearchConfig:
-    """Ranking parameters. Defaults are the measured ones; all are configuration."""
-
-    fusion: Fusion = "adaptive"
-    rrf_k: int = 60
-    lexical_weight: float = 1.0
-    vector_weight: float = 1.0
-    field_weights: tuple[float, ...] = DEFAULT_FIELD_WEIGHTS
-    candidates: int = 100
-    #: How deep the lexical leg ranks (at least the search's limit). 50 instead of 100 cost
-    #: <= 0.1 nDCG@10 and let PostgreSQL's MaxScore skip common terms' postings: BM25 p95 at
-    #: 100k tools 41 -> 28 ms (docs/BENCHMARKS.md section 7).
-    lexical_candidates: int = 50
-    vector_floor: float = 0.0
-    #: The lexical weight's logistic (see the module docstring). Midpoint 3.5 / slope 0.25 was
-    #: chosen for the default model on the dev rows of the natural-request sets (their dev
-    #: splits, the paraphrase set's odd ids), ToolBench G1 and Seal-Tools dev: the hybrid is
-    #: within a point of its better leg on every one of them (docs/BENCHMARKS.md, section 14).
-    #: The steep slope matters on paraphrases: a stray shared word (evidence ~2) must not reorder
-    #: vector hits whose cosines differ by hundredths.
-    evidence_midpoint: float = 3.5
-    evidence_slope: float = 0.25
-    clause_split: bool = True
-    #: Give every intent of a multi-intent request its share of the first places.
-    intent_fusion: bool = True
-    exact_name_boost: bool = True
-    #: Re-score the first ``candidates`` fused hits of a hybrid search with the learned ranker
-    #: (search/rank.py); off: the hand-set fusion's order stands. Off by default: measured with
-    #: bench/ranking.py it does not beat the fusion on every dev set (docs/BENCHMARKS.md §15).
-    learned_ranker: bool = False
-    #: Run the lexical and the vector leg at the same time on stores that gain from it (a
-    #: search then costs about its slower leg: on PostgreSQL both legs run on the server,
-    #: each on its own connection).
-    parallel_legs: bool = True
 
 
 def check_query(query: str) -> str:
@@ -258,7 +224,7 @@ class HybridSearcher:
             runs = pending.result()
         elif mode in (SearchMode.VECTOR, SearchMode.HYBRID):
             runs = vector_leg()
-        vector = _best_of(runs, n)
+        vector = best_of_intents(runs, n)
         fused = self._fuse(mode, tokens, lexical, vector)
         chances: dict[str, float] | None = None
         if mode is SearchMode.HYBRID and cfg.learned_ranker and self.ranker is not None and fused:
@@ -267,7 +233,7 @@ class HybridSearcher:
             fused, chances = self._rerank(self.ranker, legs, tokens)
             timings["rerank_ms"] = (time.perf_counter() - t0) * 1000
         if mode is not SearchMode.BM25 and cfg.intent_fusion and len(runs) > 1:
-            fused = spread_intents(fused, _owners(runs), len(runs), places or limit)
+            fused = spread_intents(fused, intent_owners(runs), len(runs), places or limit)
         fused = self._boost_exact_name(text, fused)
         return self._calibrated(mode, fused[:limit], lexical, vector, chances)
 
@@ -283,7 +249,7 @@ class HybridSearcher:
         tokens = query_tokens(text)
         lexical = self._lexical(tokens, n, n, None)
         runs = self.store.nearest_many(self.embed_query(text), limit=n, filters=None)
-        vector = _best_of(runs, n)
+        vector = best_of_intents(runs, n)
         fused = self._fuse(SearchMode.HYBRID, tokens, lexical, vector)
         return Legs(lexical, vector, fused, len(runs), self.store.count()), tokens
 
@@ -298,14 +264,8 @@ class HybridSearcher:
     def _rerank(
         self, ranker: Ranker, legs: Legs, tokens: list[str]
     ) -> tuple[list[Scored], dict[str, float]]:
-        """The candidates in the ranker's order (ties by id), then the rest as fused; and each
-        candidate's probability of being a right tool."""
         ids, x = self.candidate_features(legs, tokens)
-        raw = ranker.scores(x)
-        chance = ranker.probabilities(raw)
-        order = sorted(range(len(ids)), key=lambda i: (-raw[i], ids[i]))
-        head = [Scored(ids[i], float(chance[i])) for i in order]
-        return head + list(legs.fused[len(ids) :]), {h.id: h.score for h in head}
+        return rerank(ranker, legs, ids, x)
 
     def _lexical(
         self, tokens: list[str], n: int, limit: int, filters: Filters | None
@@ -419,27 +379,3 @@ class HybridSearcher:
             return fused
         first = set(exact)
         return [Scored(i, 1.0) for i in exact] + [h for h in fused if h.id not in first]
-
-
-def _best_of(runs: list[list[Scored]], n: int) -> list[Scored]:
-    """One vector run from one run per intent: each tool keeps its best similarity."""
-    if not runs:
-        return []
-    if len(runs) == 1:
-        return runs[0]
-    best: dict[str, float] = {}
-    for run in runs:
-        for hit in run:
-            if hit.score > best.get(hit.id, -2.0):
-                best[hit.id] = hit.score
-    return sorted((Scored(i, s) for i, s in best.items()), key=lambda h: (-h.score, h.id))[:n]
-
-
-def _owners(runs: list[list[Scored]]) -> dict[str, int]:
-    """Each tool's intent: the run (one per intent) where it is most similar."""
-    best: dict[str, tuple[float, int]] = {}
-    for k, run in enumerate(runs):
-        for hit in run:
-            if hit.id not in best or hit.score > best[hit.id][0]:
-                best[hit.id] = (hit.score, k)
-    return {tool: k for tool, (_, k) in best.items()}

@@ -10,10 +10,12 @@ request restates rare words, not when it shares one stray term), which trees lea
 hand-made interactions; LambdaRank optimises the first places directly.
 
 The model is LightGBM's own text dump (``ranker.txt``), evaluated here with numpy (every tree
-walked at once, one step per level), so serving needs no LightGBM and re-scoring 100 candidates
-stays well under a millisecond. ``ranker.json`` beside it records the file's sha256 (checked at
-load), the feature names, the command that fitted it, and the Platt calibration that maps the
-ranker's output to the probability that the candidate is a right tool. Refit both with
+walked at once, one step per level), so serving needs no LightGBM; re-scoring 100 candidates
+takes about a millisecond (docs/BENCHMARKS.md §15). It is off by default
+(``SearchConfig.learned_ranker``): it does not beat every same-model baseline on every dev
+set. ``ranker.json`` beside it records the file's sha256 (checked at load), the feature names,
+the command that fitted it, and the Platt calibration that maps the ranker's output to the
+probability that the candidate is a right tool. Refit both with
 ``python bench/fit/ranker.py --write``.
 """
 
@@ -254,6 +256,18 @@ class Ranker:
         z = a * raw + b * (raw - raw.max()) + c
         out: NDArray[np.float64] = 1.0 / (1.0 + np.exp(-np.clip(z, -50.0, 50.0)))
         return out
+
+
+def rerank(
+    ranker: Ranker, legs: Legs, ids: Sequence[str], x: NDArray[np.float64]
+) -> tuple[list[Scored], dict[str, float]]:
+    """The candidates ``ids`` (rows of ``x``) in the ranker's order (ties by id), then the rest
+    of the fused run as it was; and each candidate's probability of being a right tool."""
+    raw = ranker.scores(x)
+    chance = ranker.probabilities(raw)
+    order = sorted(range(len(ids)), key=lambda i: (-raw[i], ids[i]))
+    head = [Scored(ids[i], float(chance[i])) for i in order]
+    return head + list(legs.fused[len(ids) :]), {h.id: h.score for h in head}
 
 
 def load_ranker(folder: Path | None = None) -> Ranker:
