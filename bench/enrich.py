@@ -33,7 +33,7 @@ from toolscout.enrich.pipeline import EnrichmentPipeline
 from toolscout.eval.run import evaluate, index_dataset, load_queries
 from toolscout.ingest.jsonfile import CatalogFile
 from toolscout.models import SearchMode, Tool
-from toolscout.search.hybrid import DEFAULT_FIELD_WEIGHTS, SearchConfig
+from toolscout.search.config import DEFAULT_FIELD_WEIGHTS, SearchConfig
 from toolscout.store.sqlite import SQLiteStore
 
 BENCH = SHARED_BENCH

@@ -171,6 +171,12 @@ class Settings(BaseSettings):
     )
 
     fusion: str = "adaptive"
+    learned_ranker: bool = Field(
+        default=False,
+        description="re-score a hybrid search's first 100 candidates with the learned ranker "
+        "(search/rank.py); off by default: it does not beat the fusion on every dev set "
+        "(docs/BENCHMARKS.md section 15)",
+    )
     lexical_weight: float = 1.0
     vector_weight: float = 1.0
     rrf_k: int = 60

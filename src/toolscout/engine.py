@@ -45,8 +45,9 @@ from toolscout.models import (
     Tool,
     ToolHit,
 )
+from toolscout.search.config import SearchConfig
 from toolscout.search.explain import Explanation, explain
-from toolscout.search.hybrid import HybridSearcher, SearchConfig
+from toolscout.search.hybrid import HybridSearcher
 from toolscout.search.request import check_page, parse_item_type
 from toolscout.search.service import SearchService
 from toolscout.search.text import ANALYZER_VERSION

@@ -11,7 +11,7 @@ from toolscout.embed.stack import open_embedder_stack
 from toolscout.enrich.factory import open_enricher
 from toolscout.enrich.llm import open_llm
 from toolscout.feedback.service import FeedbackConfig
-from toolscout.search.hybrid import DEFAULT_FIELD_WEIGHTS, SearchConfig
+from toolscout.search.config import DEFAULT_FIELD_WEIGHTS, SearchConfig
 from toolscout.store.base import open_store
 
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ def open_engine(cls: type[Engine], settings: Settings | None, overrides: dict[st
     store = open_store(s.db)
     config = SearchConfig(
         fusion=s.fusion,  # type: ignore[arg-type]  # validated by Settings
+        learned_ranker=s.learned_ranker,
         rrf_k=s.rrf_k,
         lexical_weight=s.lexical_weight,
         vector_weight=s.vector_weight,

@@ -64,6 +64,9 @@ CASES: dict[str, tuple[list[str], str]] = {
     "context_size": (["context_size.py", "--set", "livemcpbench"], r'"whole_catalog_tokens"'),
     "feedback_replay": (["feedback_replay.py", "--sets", "metatool", "--future", "2",
                          "--out", "{out}"], r'pooled \{"future_before"'),
+    "ranking": (["ranking.py", "--sets", "single_intent", "--splits", "dev", "--max-queries", "5",
+                 "--db-dir", "{out}/db", "--out", "{out}"],
+                r"\| set \(requests\) \| default \| learned \|"),
 }  # fmt: skip
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
 import sys
 import zipfile
@@ -28,7 +29,10 @@ def test_wheel_ships_the_tokenizer_and_declares_only_torch_free_model_packages(
     with zipfile.ZipFile(wheel) as zf:
         tokenizer = zf.read(f"toolscout/embed/{TOKENIZER}")
         metadata = zf.read(next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA")))
+        ranker = zf.read("toolscout/search/ranker.txt")
+        ranker_meta = json.loads(zf.read("toolscout/search/ranker.json"))
     assert hashlib.sha256(tokenizer).hexdigest() == TOKENIZER_SHA256
+    assert hashlib.sha256(ranker).hexdigest() == ranker_meta["sha256"]
     requires = [
         line.split(":", 1)[1].strip().lower()
         for line in metadata.decode().splitlines()

@@ -80,11 +80,26 @@ def test_the_safety_net_still_finds_a_tool_filed_under_another_skill(
     store.replace_assignments([Classified(tool.id, tool.content_hash, "test", (misfiled,))])
     query = "send an email message to my colleague"
     with_net, meta = find(skills_engine, query, limit=5, tool_threshold=0.0)
-    assert "email" in meta["skill_ids_used"] and "weather" not in meta["skill_ids_used"]  # type: ignore[operator]
+    # BR-001: a tool outside the matched skills comes only from a fallback, which says so.
+    assert meta["skill_ids_used"] is None and meta["strategy_used"] == "direct"
+    assert "safety net" in str(meta["fallback"])
     assert "gmail::send_email" in with_net
     skills_engine.search_service.hierarchical.safety_net = 0.0
     without, _ = find(skills_engine, query, limit=5, tool_threshold=0.0)
     assert "gmail::send_email" not in without
+
+
+def test_hierarchical_answers_hold_only_matched_skills_tools_unless_it_falls_back(
+    skills_engine: Engine,
+) -> None:
+    """BR-001, with the safety net on: a matched skill smaller than the limit is not topped up
+    with other skills' tools."""
+    for query in ("send an email message to my colleague", "weather forecast for Berlin"):
+        res = skills_engine.find(hierarchical(query, limit=10, tool_threshold=0.0))
+        used = res.metadata["skill_ids_used"]
+        assert used is not None and res.metadata["strategy_used"] == "hierarchical"
+        assert res.metadata["fallback"] is None
+        assert res.tools and all(set(used) & set(h.skill_ids) for h in res.tools)
 
 
 def test_direct_skips_stage_one(skills_engine: Engine) -> None:
@@ -164,6 +179,7 @@ def test_skill_threshold_one_matches_nothing_and_falls_back(skills_engine: Engin
     res = skills_engine.find(hierarchical("send an email", skill_threshold=1.0))
     assert res.matched_skills == []
     assert res.metadata["skill_ids_used"] is None
+    assert res.metadata["strategy_used"] == "direct" and res.metadata["fallback"]
     assert res.tools
 
 

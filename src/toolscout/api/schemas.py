@@ -145,6 +145,8 @@ class SearchMetadata(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     strategy_used: Strategy
+    #: Why a hierarchical search searched the whole catalog (None: it did not fall back).
+    fallback: str | None = None
     skill_ids_used: list[str] | None = None
     stage1_skill_count: int = 0
     stage2_candidate_count: int = 0

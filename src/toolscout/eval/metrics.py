@@ -54,3 +54,14 @@ def percentile(values: Sequence[float], pct: float) -> float:
     ordered = sorted(values)
     rank = max(1, math.ceil(pct / 100 * len(ordered)))
     return ordered[rank - 1]
+
+
+def sign_test(mine: Sequence[float], theirs: Sequence[float]) -> tuple[int, int, float]:
+    """Paired comparison of two systems on the same requests: how many requests ``mine``
+    scores higher, how many lower, and the exact two-sided sign test's p-value of that split
+    (ties are dropped; 1.0 means no difference)."""
+    won = sum(1 for a, b in zip(mine, theirs, strict=True) if a > b)
+    lost = sum(1 for a, b in zip(mine, theirs, strict=True) if a < b)
+    n, k = won + lost, min(won, lost)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n if n else 0.5
+    return won, lost, min(1.0, 2 * tail)

@@ -104,3 +104,27 @@ def spread_intents(
             taken[who] += 1
         head.append(hit)
     return head + waiting + rest
+
+
+def best_of_intents(runs: list[list[Scored]], n: int) -> list[Scored]:
+    """One vector run from one run per intent: each tool keeps its best similarity."""
+    if not runs:
+        return []
+    if len(runs) == 1:
+        return runs[0]
+    best: dict[str, float] = {}
+    for run in runs:
+        for hit in run:
+            if hit.score > best.get(hit.id, -2.0):
+                best[hit.id] = hit.score
+    return sorted((Scored(i, s) for i, s in best.items()), key=lambda h: (-h.score, h.id))[:n]
+
+
+def intent_owners(runs: list[list[Scored]]) -> dict[str, int]:
+    """Each tool's intent: the run (one per intent) where it is most similar."""
+    best: dict[str, tuple[float, int]] = {}
+    for k, run in enumerate(runs):
+        for hit in run:
+            if hit.id not in best or hit.score > best[hit.id][0]:
+                best[hit.id] = (hit.score, k)
+    return {tool: k for tool, (_, k) in best.items()}

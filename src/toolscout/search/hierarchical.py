@@ -2,8 +2,11 @@
 
 Stage 1 scores active skills against the query (embedded once; the same vectors feed stage 2).
 Stage 2 runs the core hybrid search restricted to tools of the matched skills. Stage 3 loads
-input schemas for the returned tools only, when asked. With no skills, no match or a stage-1
-error the search falls back to the unfiltered catalog and says so (``skill_ids_used = None``).
+input schemas for the returned tools only, when asked. With no skills, no match, a stage-1
+error, or when the catalog's best tool lies outside the matched skills (the safety net), the
+search falls back to the unfiltered catalog and says so: ``skill_ids_used = None``,
+``strategy_used = "direct"`` and ``fallback`` gives the reason (BR-001: outside a fallback,
+every tool returned belongs to a matched skill).
 
 Skill score: ``sigmoid(A*sim + B*margin + C)``, where ``sim`` is the best cosine similarity
 between any query row (whole query, then each clause of a multi-request query) and the skill's
@@ -219,11 +222,11 @@ class HierarchicalSearcher:
         vectors = self.searcher.embed_query(req.query)
         t_embed = time.perf_counter()
         if req.strategy == Strategy.DIRECT:
-            ranked, matched, used, stage_ms, cand = self._direct(req, vectors)
+            ranked, matched, used, stage_ms, cand, fallback = self._direct(req, vectors)
         elif req.strategy == Strategy.HIERARCHICAL:
-            ranked, matched, used, stage_ms, cand = self._hierarchical(req, vectors)
+            ranked, matched, used, stage_ms, cand, fallback = self._hierarchical(req, vectors)
         else:
-            ranked, matched, used, stage_ms, cand = self._hybrid(req, vectors)
+            ranked, matched, used, stage_ms, cand, fallback = self._hybrid(req, vectors)
         # Judged before min_score: no tool is likely to serve the request (calibrated scores,
         # search/calibration.py), or none is left at the caller's level.
         unlikely = self.searcher.no_match(ranked, SearchMode(req.mode))
@@ -234,7 +237,9 @@ class HierarchicalSearcher:
         end = time.perf_counter()
         total = self.store.count(_filters(req, None))
         metadata = {
-            "strategy_used": str(req.strategy),
+            # A fallback searched the whole catalog: say so rather than name the strategy asked.
+            "strategy_used": str(Strategy.DIRECT if fallback else req.strategy),
+            "fallback": fallback,
             "skill_ids_used": used,
             "stage1_skill_count": len(matched),
             "stage2_candidate_count": cand,
@@ -262,7 +267,8 @@ class HierarchicalSearcher:
         ranked, cand = self.search_tools(
             req, vectors, skill_ids=None, limit=req.limit, threshold=req.tool_threshold
         )
-        return ranked, [], None, {"stage1": 0.0, "stage2": _ms(t1, time.perf_counter())}, cand
+        stage_ms = {"stage1": 0.0, "stage2": _ms(t1, time.perf_counter())}
+        return ranked, [], None, stage_ms, cand, None
 
     def _hierarchical(self, req: SearchRequest, vectors: Vectors) -> _Stages:
         t0 = time.perf_counter()
@@ -274,56 +280,69 @@ class HierarchicalSearcher:
             self._warn("skill stage failed, searching every tool: %s", exc)
             matched = []
         t1 = time.perf_counter()
+        fallback: str | None = None
         if not matched:
             self._warn("no skill matched %r; searching every tool", req.query[:80])
             used: list[str] | None = None
+            fallback = "no skill matched: every tool searched"
         else:
             used = [m.skill.id for m in matched]
         if used is not None and self.safety_net > 0 and any(m.tool_count for m in matched):
             # The net's catalog-wide ranking already holds the matched skills' best tools:
             # a second, filtered search would double the cost for nothing it could add.
-            ranked = self._with_safety_net(req, vectors, used)
+            ranked, netted = self._with_safety_net(req, vectors, used)
             cand = self.store.count(_filters(req, used))
+            if netted:
+                used, fallback = None, "safety net: the best tool is outside the matched skills"
         else:
             ranked, cand = self.search_tools(
                 req, vectors, skill_ids=used, limit=req.limit, threshold=req.tool_threshold
             )
         stage_ms = {"stage1": _ms(t0, t1), "stage2": _ms(t1, time.perf_counter())}
-        return ranked, matched, used, stage_ms, cand
+        return ranked, matched, used, stage_ms, cand, fallback
 
     def _with_safety_net(
         self, req: SearchRequest, vectors: Vectors, used: Sequence[str]
-    ) -> list[Ranked]:
-        """Stage 2 with a safety net, so a tool the classifier misfiled is not lost: tools of
-        the matched skills keep their catalog-wide score, tools of other active skills are
-        scaled by ``safety_net``. Tools with no active skill stay out (only ``direct`` finds
-        them)."""
+    ) -> tuple[list[Ranked], bool]:
+        """Stage 2 with a safety net, so a tool the classifier misfiled is not lost, and whether
+        the net had to be used. The answer holds the matched skills' tools in their catalog-wide
+        order; but when the catalog's best skilled tool belongs to another active skill (the
+        request's tool was filed elsewhere), the answer is the catalog-wide ranking with the
+        out-of-skill tools scaled by ``safety_net``: a fallback (BR-001: outside a fallback,
+        every tool returned belongs to a matched skill). Tools with no active skill stay out
+        (only ``direct`` finds them)."""
         net, _ = self.search_tools(
             req, vectors, skill_ids=None, limit=NET_DEPTH, threshold=0.0, count=False,
             places=req.limit,
         )  # fmt: skip
         active = {s.id for s in self.skill_index().skills}
         assigned = self.store.assignments([r.id for r in net])
-        scored: dict[str, Ranked] = {}
+        inside: dict[str, Ranked] = {}
+        outside: dict[str, Ranked] = {}
+        first_outside = False
         for r in net:
             skills = {a.skill_id for a in assigned.get(r.id, [])} & active
             if not skills:
                 continue
-            factor = 1.0 if skills.intersection(used) else self.safety_net
-            scored[r.id] = replace(r, score=r.score * factor)
+            if skills.intersection(used):
+                inside[r.id] = r
+            else:
+                first_outside = first_outside or not inside
+                outside[r.id] = replace(r, score=r.score * self.safety_net)
+        scored = {**inside, **outside} if first_outside else inside
         kept = (r for r in scored.values() if r.score >= req.tool_threshold)
         # Equal scores keep the searcher's order (which already broke its ties by id): calibrated
         # scores never rise down a ranking, so ties are common and the order is the ranking's.
         rank = {r.id: i for i, r in enumerate(net)}
-        return sorted(kept, key=lambda r: (-r.score, rank[r.id]))[: req.limit]
+        return sorted(kept, key=lambda r: (-r.score, rank[r.id]))[: req.limit], first_outside
 
     def _hybrid(self, req: SearchRequest, vectors: Vectors) -> _Stages:
         # Both strategies at once; a tool keeps its better score (ties: direct's order first).
         with ThreadPoolExecutor(max_workers=2) as pool:
             h = pool.submit(self._hierarchical, req, vectors)
             d = pool.submit(self._direct, req, vectors)
-            hr, matched, used, h_ms, h_cand = h.result()
-            dr, _, _, d_ms, d_cand = d.result()
+            hr, matched, used, h_ms, h_cand, _ = h.result()
+            dr, _, _, d_ms, d_cand, _ = d.result()
         best: dict[str, Ranked] = {}
         for r in [*hr, *dr]:
             if r.id not in best or r.score > best[r.id].score:
@@ -333,10 +352,11 @@ class HierarchicalSearcher:
             rank.setdefault(r.id, len(dr) + i)
         merged = sorted(best.values(), key=lambda r: (-r.score, rank[r.id]))[: req.limit]
         stage_ms = {"stage1": h_ms["stage1"], "stage2": max(h_ms["stage2"], d_ms["stage2"])}
-        return merged, matched, used, stage_ms, max(h_cand, d_cand)
+        return merged, matched, used, stage_ms, max(h_cand, d_cand), None
 
 
-_Stages = tuple[list[Ranked], list[SkillMatch], list[str] | None, dict[str, float], int]
+#: ranked, matched skills, skill ids used, stage times, candidates, why it fell back (or None)
+_Stages = tuple[list[Ranked], list[SkillMatch], list[str] | None, dict[str, float], int, str | None]
 
 
 def _filters(req: SearchRequest, skill_ids: Sequence[str] | None) -> Filters:

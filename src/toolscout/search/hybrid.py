@@ -16,7 +16,9 @@ fixes both:
   and each intent is also fused on its own, so the best tool for *one* intent ranks as high as
   the best tool for the whole request ("book a meeting *and email her the agenda*").
 
-Scores are calibrated (``search/calibration.py``): a hit's score is the probability that the tool
+With ``learned_ranker`` on, a learned model re-orders the first fused candidates and its
+probabilities are the scores (``search/rank.py``). Otherwise scores come from
+``search/calibration.py``: a hit's score is the probability that the tool
 serves the request, comparable across requests; a request that no indexed tool is likely to
 serve (judged from the vector leg's closest tool) is a ``no_match``.
 """
@@ -28,19 +30,25 @@ import math
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
 from toolscout.embed.base import Embedder
-from toolscout.errors import EmptyQuery, QueryError
+from toolscout.errors import ConfigError, EmptyQuery, QueryError
 from toolscout.models import Filters, Ranked, Scored, SearchMode
 from toolscout.search.boost import Boost
 from toolscout.search.calibration import Calibration, Evidence, load_calibration
-from toolscout.search.fusion import fuse_rrf, fuse_scores, spread_intents
+from toolscout.search.config import SearchConfig
+from toolscout.search.fusion import (
+    best_of_intents,
+    fuse_rrf,
+    fuse_scores,
+    intent_owners,
+    spread_intents,
+)
 from toolscout.search.intents import split_intents
+from toolscout.search.rank import Legs, Ranker, features, load_ranker, rerank
 from toolscout.search.text import identifier_key, query_tokens
 from toolscout.store.base import Store
 
@@ -53,43 +61,6 @@ MAX_ROWS = 8
 _WARNED: set[str] = set()
 #: Threads shared by all searches of one searcher for their vector legs.
 LEG_THREADS = 8
-Fusion = Literal["adaptive", "rrf", "score"]
-
-#: name, actions, enhanced, keywords, use_cases, domain, description, params
-DEFAULT_FIELD_WEIGHTS: tuple[float, ...] = (3.0, 2.5, 2.0, 2.0, 1.5, 1.5, 1.0, 1.0)
-
-
-@dataclass(frozen=True)
-class SearchConfig:
-    """Ranking parameters. Defaults are the measured ones; all are configuration."""
-
-    fusion: Fusion = "adaptive"
-    rrf_k: int = 60
-    lexical_weight: float = 1.0
-    vector_weight: float = 1.0
-    field_weights: tuple[float, ...] = DEFAULT_FIELD_WEIGHTS
-    candidates: int = 100
-    #: How deep the lexical leg ranks (at least the search's limit). 50 instead of 100 cost
-    #: <= 0.1 nDCG@10 and let PostgreSQL's MaxScore skip common terms' postings: BM25 p95 at
-    #: 100k tools 41 -> 28 ms (docs/BENCHMARKS.md section 7).
-    lexical_candidates: int = 50
-    vector_floor: float = 0.0
-    #: The lexical weight's logistic (see the module docstring). Midpoint 3.5 / slope 0.25 was
-    #: chosen for the default model on the dev rows of the natural-request sets (their dev
-    #: splits, the paraphrase set's odd ids), ToolBench G1 and Seal-Tools dev: the hybrid is
-    #: within a point of its better leg on every one of them (docs/BENCHMARKS.md, section 14).
-    #: The steep slope matters on paraphrases: a stray shared word (evidence ~2) must not reorder
-    #: vector hits whose cosines differ by hundredths.
-    evidence_midpoint: float = 3.5
-    evidence_slope: float = 0.25
-    clause_split: bool = True
-    #: Give every intent of a multi-intent request its share of the first places.
-    intent_fusion: bool = True
-    exact_name_boost: bool = True
-    #: Run the lexical and the vector leg at the same time on stores that gain from it (a
-    #: search then costs about its slower leg: on PostgreSQL both legs run on the server,
-    #: each on its own connection).
-    parallel_legs: bool = True
 
 
 def check_query(query: str) -> str:
@@ -119,6 +90,7 @@ class HybridSearcher:
         embedder: Embedder,
         config: SearchConfig | None = None,
         calibration: Calibration | None = None,
+        ranker: Ranker | None = None,
     ):
         self.store = store
         self.embedder = embedder
@@ -137,6 +109,16 @@ class HybridSearcher:
             )
         #: Learned from use (``toolscout.feedback``): set by the engine, None when off.
         self.boost: Boost | None = None
+        #: The learned ranker (the packaged one unless given; None: the fusion's order stands).
+        self.ranker = ranker
+        if ranker is None and self.config.learned_ranker:
+            try:
+                self.ranker = load_ranker()
+            except ConfigError as exc:
+                # Searches still work in the fusion's order; say once why, and how to refit.
+                if str(exc) not in _WARNED:
+                    _WARNED.add(str(exc))
+                    log.warning("learned ranker off: %s", exc)
         # Only stores whose reads gain from overlapping get the threads.
         self._legs = (
             ThreadPoolExecutor(max_workers=LEG_THREADS, thread_name_prefix="toolscout-leg")
@@ -247,14 +229,50 @@ class HybridSearcher:
             runs = pending.result()
         elif mode in (SearchMode.VECTOR, SearchMode.HYBRID):
             runs = vector_leg()
-        vector = _best_of(runs, n)
+        vector = best_of_intents(runs, n)
         fused = self._fuse(mode, tokens, lexical, vector)
+        chances: dict[str, float] | None = None
+        if mode is SearchMode.HYBRID and cfg.learned_ranker and self.ranker is not None and fused:
+            t0 = time.perf_counter()
+            legs = Legs(lexical, vector, fused, len(runs), self.store.count())
+            fused, chances = self._rerank(self.ranker, legs, tokens)
+            timings["rerank_ms"] = (time.perf_counter() - t0) * 1000
         if self.boost is not None and embedded:
             fused = self.boost.apply(embedded[0], fused)
         if mode is not SearchMode.BM25 and cfg.intent_fusion and len(runs) > 1:
-            fused = spread_intents(fused, _owners(runs), len(runs), places or limit)
+            fused = spread_intents(fused, intent_owners(runs), len(runs), places or limit)
         fused = self._boost_exact_name(text, fused)
-        return self._calibrated(mode, fused[:limit], lexical, vector)
+        return self._calibrated(mode, fused[:limit], lexical, vector, chances)
+
+    def legs(self, query: str) -> tuple[Legs, list[str]]:
+        """The legs of a hybrid search for ``query`` (no filters) and its analysed tokens, as
+        the ranker sees them; the fit script learns from these.
+
+        Raises:
+            QueryError: bad query.
+        """
+        text = check_query(query)
+        n = self.config.candidates
+        tokens = query_tokens(text)
+        lexical = self._lexical(tokens, n, n, None)
+        runs = self.store.nearest_many(self.embed_query(text), limit=n, filters=None)
+        vector = best_of_intents(runs, n)
+        fused = self._fuse(SearchMode.HYBRID, tokens, lexical, vector)
+        return Legs(lexical, vector, fused, len(runs), self.store.count()), tokens
+
+    def candidate_features(
+        self, legs: Legs, tokens: list[str]
+    ) -> tuple[list[str], NDArray[np.float64]]:
+        """The candidates the ranker re-scores (the first ``candidates`` fused hits) and their
+        feature rows (search/rank.py); the fit script reads the same rows."""
+        ids = [h.id for h in legs.fused[: self.config.candidates]]
+        return ids, features(legs, ids, tokens, self.store.get_many(ids))
+
+    def _rerank(
+        self, ranker: Ranker, legs: Legs, tokens: list[str]
+    ) -> tuple[list[Scored], dict[str, float]]:
+        ids, x = self.candidate_features(legs, tokens)
+        return rerank(ranker, legs, ids, x)
 
     def _lexical(
         self, tokens: list[str], n: int, limit: int, filters: Filters | None
@@ -267,10 +285,16 @@ class HybridSearcher:
         )
 
     def _calibrated(
-        self, mode: SearchMode, top: list[Scored], lexical: list[Scored], vector: list[Scored]
+        self,
+        mode: SearchMode,
+        top: list[Scored],
+        lexical: list[Scored],
+        vector: list[Scored],
+        chances: dict[str, float] | None = None,
     ) -> list[tuple[Ranked, Evidence]]:
-        """Each hit's evidence and calibrated score. A hit never scores above the one ranked
-        before it, so the scores and the order tell one story."""
+        """Each hit's evidence and calibrated score (``chances``: the ranker's probabilities,
+        which then are the scores). A hit never scores above the one ranked before it, so the
+        scores and the order tell one story."""
         lex_rank = {h.id: r for r, h in enumerate(lexical, 1)}
         vec_rank = {h.id: r for r, h in enumerate(vector, 1)}
         lex_score = {h.id: h.score for h in lexical}
@@ -306,7 +330,12 @@ class HybridSearcher:
         out: list[tuple[Ranked, Evidence]] = []
         ceiling = 1.0
         for hit, ev in zip(top, evidence, strict=True):
-            ceiling = min(ceiling, self.calibration.probability(mode.value, ev, answerable))
+            chance = (
+                chances.get(hit.id, 0.0)
+                if chances is not None
+                else self.calibration.probability(mode.value, ev, answerable)
+            )
+            ceiling = min(ceiling, chance)
             ranked = Ranked(hit.id, ceiling, lex_rank.get(hit.id), vec_rank.get(hit.id), answerable)
             out.append((ranked, ev))
         return out
@@ -357,27 +386,3 @@ class HybridSearcher:
             return fused
         first = set(exact)
         return [Scored(i, 1.0) for i in exact] + [h for h in fused if h.id not in first]
-
-
-def _best_of(runs: list[list[Scored]], n: int) -> list[Scored]:
-    """One vector run from one run per intent: each tool keeps its best similarity."""
-    if not runs:
-        return []
-    if len(runs) == 1:
-        return runs[0]
-    best: dict[str, float] = {}
-    for run in runs:
-        for hit in run:
-            if hit.score > best.get(hit.id, -2.0):
-                best[hit.id] = hit.score
-    return sorted((Scored(i, s) for i, s in best.items()), key=lambda h: (-h.score, h.id))[:n]
-
-
-def _owners(runs: list[list[Scored]]) -> dict[str, int]:
-    """Each tool's intent: the run (one per intent) where it is most similar."""
-    best: dict[str, tuple[float, int]] = {}
-    for k, run in enumerate(runs):
-        for hit in run:
-            if hit.id not in best or hit.score > best[hit.id][0]:
-                best[hit.id] = (hit.score, k)
-    return {tool: k for tool, (_, k) in best.items()}

@@ -1,0 +1,249 @@
+"""The default search beside four same-model baselines on every set, with paired sign tests.
+
+    python bench/ranking.py [--sets NAME ...] [--splits dev test] [--max-queries 400]
+
+Systems, all on toolscout's active embedding model, one index per set:
+
+* ``default`` — ``Engine.search`` (the public API, hybrid mode);
+* ``learned`` — the same legs re-scored by the learned ranker (search/rank.py; ``--ranker DIR``
+  measures a refit instead of the packaged one);
+* ``fixed_fusion`` — the same legs in the hand-set adaptive fusion's order, no learned ranker;
+* ``cosine`` — cosine over the peer text ``name + split name + server + category + description
+  + parameter names and descriptions`` (bench/quality.py ``peer_text``), whole request;
+* ``bm25s`` — bm25s (English stopwords, Snowball stemmer) over the same text;
+* ``rrf`` — RRF (k = 60) of those two top-100 lists;
+* ``weighted_rrf`` — the same with weights 0.3 (bm25s) and 0.7 (cosine).
+
+For each set and split: hit@3 and nDCG@10 of every system, then ``default`` against each other
+system request by request: on how many requests one ranks a gold tool in the top 3 and the other
+does not (``+won/-lost``), with the exact two-sided sign test's p-value; the same for nDCG@10
+(a request counts where the two differ). Last, how well the default's and the learned
+ranker's scores are calibrated: the expected calibration error (10 equal-width bins) of the first
+hit and of the first five.
+
+Sets: bench/natural.py's (the ``dev`` / ``test`` splits of ``data/natural``, the paraphrase and
+single-intent halves, ToolBench G1 as dev, Seal-Tools' ``dev`` split) and ``tooleyes_dev``
+(every request dev; gold is at toolkit level, read hit@k). Indexes are kept in ``--db-dir``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from natural import ROOT, SHARED, Dataset, Ranker, Request, datasets, load_requests, open_index
+from quality import peers
+from toolscout.engine import Engine
+from toolscout.eval.metrics import mean, score_query, sign_test
+from toolscout.models import Tool
+from toolscout.search.hybrid import HybridSearcher
+from toolscout.search.rank import Ranker as Learned
+from toolscout.search.rank import load_ranker
+
+METRICS = ("hit@3", "ndcg@10")
+
+
+def all_sets(natural: Path) -> dict[str, Dataset]:
+    out = datasets(natural)
+    out["tooleyes_dev"] = Dataset(
+        "tooleyes_dev",
+        SHARED / "tooleyes_dev" / "tools.jsonl",
+        SHARED / "tooleyes_dev" / "queries.jsonl",
+        lambda r: "dev",
+    )
+    return out
+
+
+def systems(
+    engine: Engine, tools: list[Tool], scores: dict[str, dict[str, list[float]]], ranker: Learned
+) -> dict[str, Ranker]:
+    """Every system of the module docstring, keyed by name (``default`` first); ``scores``
+    receives the default's and the learned ranker's hit scores per request text."""
+    config = engine.searcher.config
+    fixed = HybridSearcher(engine.store, engine.embedder, replace(config, learned_ranker=False))
+    learned = HybridSearcher(
+        engine.store, engine.embedder, replace(config, learned_ranker=True), ranker=ranker
+    )
+    peer = peers(engine, tools)
+    # Each request's two peer lists are computed once and fused twice.
+    bm25, cosine = lru_cache(4)(peer["peer_bm25s"]), lru_cache(4)(peer["peer_vector"])
+
+    def rrf(q: str, weights: tuple[float, float]) -> list[str]:
+        score: dict[str, float] = {}
+        for run, weight in ((bm25(q), weights[0]), (cosine(q), weights[1])):
+            for rank, tid in enumerate(run, 1):
+                score[tid] = score.get(tid, 0.0) + weight / (60 + rank)
+        return sorted(score, key=lambda t: (-score[t], t))
+
+    def default(q: str) -> list[str]:
+        hits = engine.search(q, limit=10).hits
+        scores["default"][q] = [h.score for h in hits]
+        return [h.tool.id for h in hits]
+
+    def learned_order(q: str) -> list[str]:
+        hits = learned.search(q, limit=10)
+        scores["learned"][q] = [h.score for h in hits]
+        return [h.id for h in hits]
+
+    return {
+        "default": default,
+        "learned": learned_order,
+        "fixed_fusion": lambda q: [r.id for r in fixed.search(q, limit=10)],
+        "cosine": cosine,
+        "bm25s": bm25,
+        "rrf": lambda q: rrf(q, (1.0, 1.0)),
+        "weighted_rrf": lambda q: rrf(q, (0.3, 0.7)),
+    }
+
+
+def compare(rows: dict[str, list[dict[str, float]]]) -> dict[str, dict[str, Any]]:
+    """``default`` against every other system, per metric: (won, lost, sign-test p)."""
+    mine = rows["default"]
+    out: dict[str, dict[str, Any]] = {}
+    for name, theirs in rows.items():
+        if name == "default":
+            continue
+        out[name] = {}
+        for metric in METRICS:
+            won, lost, p = sign_test([r[metric] for r in mine], [r[metric] for r in theirs])
+            out[name][metric] = {"won": won, "lost": lost, "p": round(p, 4)}
+    return out
+
+
+def ece(pairs: list[tuple[float, bool]], bins: int = 10) -> float:
+    """Expected calibration error: over equal-width score bins, the gap between mean score and
+    share right, weighted by the bin's share of the pairs."""
+    if not pairs:
+        return 0.0
+    total = 0.0
+    for b in range(bins):
+        inside = [(s, r) for s, r in pairs if min(int(s * bins), bins - 1) == b]
+        if inside:
+            gap = sum(s for s, _ in inside) / len(inside) - sum(r for _, r in inside) / len(inside)
+            total += abs(gap) * len(inside) / len(pairs)
+    return total
+
+
+def calibration(
+    reqs: list[Request], ids: dict[str, list[str]], scores: dict[str, list[float]]
+) -> dict[str, float]:
+    """ECE of a system's first hit and of its first five hits, and their mean score."""
+    top1: list[tuple[float, bool]] = []
+    top5: list[tuple[float, bool]] = []
+    for r in reqs:
+        for rank, (tid, s) in enumerate(zip(ids[r.id], scores[r.text], strict=False)):
+            if rank == 0:
+                top1.append((s, tid in r.gold))
+            if rank < 5:
+                top5.append((s, tid in r.gold))
+    return {
+        "ece_top1": round(ece(top1), 4),
+        "ece_top5": round(ece(top5), 4),
+        "mean_top1": round(sum(s for s, _ in top1) / max(1, len(top1)), 4),
+        "right_top1": round(sum(r for _, r in top1) / max(1, len(top1)), 4),
+    }
+
+
+def run_set(
+    ds: Dataset, requests: list[Request], db_dir: Path, ranker: Path | None = None
+) -> dict[str, Any]:
+    engine, tools = open_index(db_dir / f"{ds.name}.db", ds.tools, ds.name)
+    scores: dict[str, dict[str, list[float]]] = {"default": {}, "learned": {}}
+    ranked = systems(engine, tools, scores, load_ranker(ranker))
+    report: dict[str, Any] = {}
+    for split in sorted({r.split for r in requests}):
+        reqs = [r for r in requests if r.split == split]
+        rows: dict[str, list[dict[str, float]]] = {}
+        runs: dict[str, dict[str, list[str]]] = {}
+        for name, rank in ranked.items():
+            runs[name] = {r.id: rank(r.text)[:10] for r in reqs}
+            rows[name] = [score_query(runs[name][r.id], r.gold) for r in reqs]
+        means = {name: mean(v) for name, v in rows.items()}
+        report[split] = {
+            "requests": len(reqs),
+            "systems": {n: {k: round(m[k], 4) for k in METRICS} for n, m in means.items()},
+            "default_vs": compare(rows),
+            "calibration": {
+                name: calibration(reqs, runs[name], scores[name]) for name in ("default", "learned")
+            },
+        }
+        print(_line(ds.name, split, report[split]), flush=True)
+    engine.close()
+    return report
+
+
+def _line(name: str, split: str, row: dict[str, Any]) -> str:
+    cells = "  ".join(
+        f"{k} {100 * v['hit@3']:5.1f}/{100 * v['ndcg@10']:5.1f}" for k, v in row["systems"].items()
+    )
+    signs = "  ".join(
+        f"{k} h3 +{v['hit@3']['won']}/-{v['hit@3']['lost']} p={v['hit@3']['p']:.2g}"
+        for k, v in row["default_vs"].items()
+    )
+    cal = "  ".join(
+        f"{k}: ECE top-1 {c['ece_top1']:.3f} top-5 {c['ece_top5']:.3f} (top-1 mean score "
+        f"{c['mean_top1']:.3f}, right {c['right_top1']:.3f})"
+        for k, c in row["calibration"].items()
+    )
+    return (
+        f"{name:18s} {split:4s} n={row['requests']:4d}  {cells}\n{'':24s}vs: {signs}\n{'':24s}{cal}"
+    )
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """One table row per set and split: hit@3 / nDCG@10 of each system."""
+    names: list[str] = []
+    lines: list[str] = []
+    for set_name, splits in report["sets"].items():
+        for split, row in splits.items():
+            names = names or list(row["systems"])
+            cells = " | ".join(
+                f"{100 * row['systems'][n]['hit@3']:.1f} / {100 * row['systems'][n]['ndcg@10']:.1f}"
+                for n in names
+            )
+            lines.append(f"| {set_name} {split} ({row['requests']}) | {cells} |")
+    head = "| set (requests) | " + " | ".join(names) + " |"
+    rule = "|---" * (len(names) + 1) + "|"
+    return "\n".join([head, rule, *lines])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sets = all_sets(ROOT / "data" / "natural")
+    parser.add_argument("--sets", nargs="*", default=list(sets), choices=list(sets))
+    parser.add_argument("--splits", nargs="+", default=["dev"], choices=["dev", "test"])
+    parser.add_argument("--max-queries", type=int, default=400, help="per split; 0 = all")
+    parser.add_argument("--db-dir", type=Path, default=ROOT / "bench" / "out" / "ranking" / "db")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "ranking")
+    parser.add_argument(
+        "--ranker", type=Path, default=None, help="measure this refit's folder as `learned`"
+    )
+    args = parser.parse_args()
+    t0 = time.perf_counter()
+    report: dict[str, Any] = {"sets": {}}
+    for name in args.sets:
+        ds = sets[name]
+        if not ds.tools.is_file() or not ds.queries.is_file():
+            print(f"{name}: not found ({ds.tools.parent}), skipped", flush=True)
+            continue
+        reqs = [r for r in load_requests(ds, args.max_queries) if r.split in args.splits]
+        if reqs:
+            report["sets"][name] = run_set(ds, reqs, args.db_dir, args.ranker)
+    report["seconds"] = round(time.perf_counter() - t0, 1)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "ranking.json").write_text(json.dumps(report, indent=1))
+    print(markdown(report))
+    print(f"{report['seconds']} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,161 @@
+"""The learned ranker: its model file is read exactly, checked at load, and re-scores fast."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from toolscout.config import Settings
+from toolscout.engine import Engine
+from toolscout.errors import ConfigError
+from toolscout.eval.run import load_queries
+from toolscout.ingest.jsonfile import CatalogFile
+from toolscout.ingest.sources import Loaded
+from toolscout.models import Scored, Tool
+from toolscout.search.rank import (
+    FEATURES,
+    META_FILE,
+    MODEL_FILE,
+    Legs,
+    features,
+    load_ranker,
+    parse_lightgbm,
+)
+
+#: Two trees as LightGBM 4 writes them (a binary model fitted on three random columns).
+TWO_TREES = """tree
+version=v4
+num_class=1
+max_feature_idx=2
+
+Tree=0
+num_leaves=3
+num_cat=0
+split_feature=0 1
+threshold=0.10571194710753465 1.3865725424221027
+decision_type=2 2
+left_child=1 -1
+right_child=-2 -3
+leaf_value=-0.26220593453628066 0.060317535499104777 0.048750155883054827
+shrinkage=1
+
+
+Tree=1
+num_leaves=1
+num_cat=0
+split_feature=
+threshold=
+decision_type=
+left_child=
+right_child=
+leaf_value=0.25
+shrinkage=1
+
+
+end of trees
+"""
+
+
+def _packaged() -> Path:
+    return Path(str(resources.files("toolscout.search").joinpath(MODEL_FILE))).parent
+
+
+def test_trees_are_walked_as_lightgbm_walks_them() -> None:
+    trees = parse_lightgbm(TWO_TREES)
+    x = np.array([[0.0, 0.0, 9.0], [0.0, 2.0, 9.0], [0.5, -4.0, 9.0]])
+    # Row 0: x0 <= t0 and x1 <= t1 -> leaf 0; row 1: x1 > t1 -> leaf 2; row 2: x0 > t0 -> leaf 1.
+    expected = np.array([-0.26220593453628066, 0.048750155883054827, 0.060317535499104777]) + 0.25
+    assert np.allclose(trees.predict(x), expected)
+
+
+def test_packaged_ranker_matches_lightgbm_on_random_rows() -> None:
+    lgb = pytest.importorskip("lightgbm", reason="lightgbm is a training-only dependency")
+    text = (_packaged() / MODEL_FILE).read_text("utf-8")
+    booster = lgb.Booster(model_str=text)
+    x = np.random.default_rng(3).normal(size=(200, len(FEATURES)))
+    assert np.allclose(load_ranker().scores(x), booster.predict(x), atol=1e-9)
+
+
+def test_an_altered_model_file_is_refused(tmp_path: Path) -> None:
+    for name in (MODEL_FILE, META_FILE):
+        shutil.copy(_packaged() / name, tmp_path / name)
+    with (tmp_path / MODEL_FILE).open("a", encoding="utf-8") as fh:
+        fh.write("\n")
+    with pytest.raises(ConfigError, match="sha256"):
+        load_ranker(tmp_path)
+
+
+def test_a_ranker_for_other_features_is_refused(tmp_path: Path) -> None:
+    shutil.copy(_packaged() / MODEL_FILE, tmp_path / MODEL_FILE)
+    meta = json.loads((_packaged() / META_FILE).read_text("utf-8"))
+    meta["features"] = ["cosine"]
+    (tmp_path / META_FILE).write_text(json.dumps(meta), encoding="utf-8")
+    with pytest.raises(ConfigError, match="refit"):
+        load_ranker(tmp_path)
+
+
+def test_hundred_candidates_are_rescored_within_a_millisecond() -> None:
+    ranker = load_ranker()
+    vector = [Scored(f"t{i}", 0.8 - i / 200) for i in range(100)]
+    legs = Legs(vector[:50], vector, vector, 1, 5000)
+    tools = {
+        h.id: Tool(id=h.id, name=f"tool {h.id}", description="Does one thing.") for h in vector
+    }
+    ids = [h.id for h in vector]
+    best = float("inf")
+    for _ in range(30):
+        t0 = time.perf_counter()
+        ranker.probabilities(ranker.scores(features(legs, ids, ["tool"], tools)))
+        best = min(best, time.perf_counter() - t0)
+    # The best of 30 runs: CI machines are shared; the quiet-machine figure is ~0.5 ms.
+    assert best < 0.003
+
+
+def test_probabilities_fall_with_the_ranker_score() -> None:
+    ranker = load_ranker()
+    p = ranker.probabilities(np.array([2.0, 0.5, -1.0]))
+    assert np.all(np.diff(p) < 0) and np.all((p > 0) & (p < 1))
+
+
+def test_learned_order_ranks_the_named_tool_first(settings: Settings) -> None:
+    engine = Engine.open(settings.model_copy(update={"learned_ranker": True}))
+    assert engine.searcher.ranker is not None
+    tools = [
+        Tool(id="snow", name="snow_depth", description="Report snowfall depth for ski resorts."),
+        Tool(id="rain", name="rain_forecast", description="Forecast rain for a city."),
+        Tool(id="mail", name="send_email", description="Send an email to a recipient."),
+    ]
+    engine.index([Loaded("test", tools)])
+    result = engine.search("how deep is the snow at the ski resort", limit=3)
+    assert result.hits[0].tool.id == "snow"
+    scores = [h.score for h in result.hits]
+    assert scores == sorted(scores, reverse=True)
+    engine.close()
+
+
+def test_the_ranker_is_off_unless_asked(engine: Engine) -> None:
+    assert engine.searcher.config.learned_ranker is False and engine.searcher.ranker is None
+
+
+@pytest.mark.slow
+def test_learned_ranker_stays_above_the_floor_on_short_single_tool_requests(
+    settings: Settings,
+) -> None:
+    """tests/data/single_intent over the built-in catalog, top 3, ranker on: bench/ranking.py
+    measured 75.8 (dev half) and 93.5 (held-out half), 84.7 over the whole set, against 83.1
+    for the fixed fusion (docs/BENCHMARKS.md §15); the floor sits below both."""
+    starter = Path(str(resources.files("toolscout.data").joinpath("starter_catalog.json")))
+    engine = Engine.open(settings.model_copy(update={"learned_ranker": True}))
+    engine.index([CatalogFile(starter, source="builtin").read()])
+    rows = load_queries(
+        Path(__file__).resolve().parents[1] / "data" / "single_intent" / "queries.jsonl"
+    )
+    hits = [any(h.tool.id in q.gold for h in engine.search(q.text, limit=3).hits) for q in rows]
+    engine.close()
+    assert sum(hits) / len(hits) >= 0.78
