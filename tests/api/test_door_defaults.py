@@ -1,4 +1,7 @@
-"""Every door searches the same way when a caller gives only a query: one strategy, one limit."""
+"""Every door searches the same way when a caller gives only a query: one strategy, one limit.
+
+The one documented difference is ``toolscout find``, the CLI's skills-first command: searching
+skills first is what it is for, so it defaults to ``hierarchical``."""
 
 from __future__ import annotations
 
