@@ -144,22 +144,7 @@ def plan_index(
     Raises: StoreError.
     """
     report = IndexReport()
-    tools: dict[str, Tool] = {}
-    sources: set[str] = set()
-    damaged: dict[str, list[Problem]] = {}  # each source's entries that could not be read
-    for loaded in loads:
-        sources.add(loaded.source)
-        unreadable = [p for p in loaded.problems if not p.deliberate]
-        if unreadable:
-            damaged.setdefault(loaded.source, []).extend(unreadable)
-        report.skipped.extend(loaded.problems)
-        for tool in loaded.tools:
-            if tool.id in tools:
-                report.skipped.append(
-                    Problem(loaded.source, "id", f"duplicate id {tool.id!r}; kept the first")
-                )
-                continue
-            tools[tool.id] = tool
+    tools, sources, damaged = _gather(loads, report)
     existing = store.hashes()
     owned = set(store.hashes(Filters(sources=tuple(sorted(sources))))) if sources else set()
     dropped = owned - set(tools) if prune else set()
@@ -190,6 +175,30 @@ def plan_index(
             report.updated += 1
             todo.append(prepare(tool, extra.get(tool.id)))
     return IndexPlan(report, todo, dropped)
+
+
+def _gather(
+    loads: Sequence[Loaded], report: IndexReport
+) -> tuple[dict[str, Tool], set[str], dict[str, list[Problem]]]:
+    """The loaded tools by id (the first of a duplicated id wins, the others are reported),
+    the sources they came from, and each source's entries that could not be read."""
+    tools: dict[str, Tool] = {}
+    sources: set[str] = set()
+    damaged: dict[str, list[Problem]] = {}
+    for loaded in loads:
+        sources.add(loaded.source)
+        unreadable = [p for p in loaded.problems if not p.deliberate]
+        if unreadable:
+            damaged.setdefault(loaded.source, []).extend(unreadable)
+        report.skipped.extend(loaded.problems)
+        for tool in loaded.tools:
+            if tool.id in tools:
+                report.skipped.append(
+                    Problem(loaded.source, "id", f"duplicate id {tool.id!r}; kept the first")
+                )
+                continue
+            tools[tool.id] = tool
+    return tools, sources, damaged
 
 
 class IndexWriter:
