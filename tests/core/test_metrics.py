@@ -1,6 +1,6 @@
 import pytest
 
-from toolscout.eval.metrics import complete_at, hit_at, ndcg_at, percentile, recall_at
+from toolscout.eval.metrics import complete_at, hit_at, ndcg_at, percentile, recall_at, sign_test
 
 
 def test_metrics_follow_the_shared_definitions() -> None:
@@ -18,3 +18,10 @@ def test_metrics_follow_the_shared_definitions() -> None:
 def test_percentile_is_nearest_rank() -> None:
     assert percentile([5.0, 1.0, 3.0, 2.0, 4.0], 50) == 3.0
     assert percentile(list(map(float, range(1, 101))), 95) == 95.0
+
+
+def test_the_sign_test_counts_wins_and_losses_and_drops_ties() -> None:
+    won, lost, p = sign_test([1, 1, 1, 0, 1], [0, 0, 0, 0, 1])
+    assert (won, lost) == (3, 0)
+    assert p == pytest.approx(0.25)  # two-sided: 2 * (1/2)^3
+    assert sign_test([1, 0], [1, 0]) == (0, 0, 1.0)
