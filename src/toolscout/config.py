@@ -65,6 +65,37 @@ class McpServerConfig(BaseModel):
     url: str | None = None
 
 
+class ApiConfig(BaseModel):
+    """One REST API described by an OpenAPI document (``[apis.NAME]``): indexed by ``sync``
+    as tools ``NAME::operationId`` and callable through the gateway. Credentials come from
+    environment variables named here, read at call time; they are never stored in the index."""
+
+    model_config = {"extra": "forbid"}
+
+    spec: str = Field(description="the OpenAPI document: a file (JSON or YAML) or an http(s) URL")
+    base_url: str | None = Field(
+        default=None, description="where calls go (default: the document's servers entry)"
+    )
+    headers_from_env: dict[str, str] = Field(
+        default_factory=dict,
+        description="header name -> environment variable holding its value, e.g. "
+        "{'X-API-Key' = 'SHOP_API_KEY'}",
+    )
+    bearer_env: str | None = Field(
+        default=None, description="environment variable holding a bearer token (Authorization)"
+    )
+    timeout: float | None = Field(
+        default=None, gt=0, description="seconds a call may take (default: 30)"
+    )
+
+    def credential_headers(self) -> dict[str, str]:
+        """The headers built from the named environment variables (unset ones are left out)."""
+        out = {h: os.environ[v] for h, v in self.headers_from_env.items() if os.environ.get(v)}
+        if self.bearer_env and os.environ.get(self.bearer_env):
+            out["Authorization"] = f"Bearer {os.environ[self.bearer_env]}"
+        return out
+
+
 class GatewayServer(BaseModel):
     """Per-upstream limits of the gateway (``[gateway.servers.NAME]``)."""
 
@@ -243,6 +274,7 @@ class Settings(BaseSettings):
     mcp_configs: list[str] = Field(default_factory=list)
     tools_dirs: list[str] = Field(default_factory=list)
     catalogs: list[str] = Field(default_factory=list)
+    apis: dict[str, ApiConfig] = Field(default_factory=dict)
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
 
     @field_validator("fusion")

@@ -24,6 +24,8 @@ from toolscout.eval.reports import report_payload, write_report
 from toolscout.eval.run import Report, evaluate, index_dataset
 from toolscout.formats import GroupBy, ProviderFormat, render
 from toolscout.ingest.jsonfile import CatalogFile, catalog_files
+from toolscout.ingest.openapi import OpenApiSource, is_url
+from toolscout.ingest.sources import Source
 from toolscout.models import IndexReport, ItemType, Loaded, SearchMode, Strategy
 from toolscout.search.hybrid import check_query
 from toolscout.sync.rebuild import rebuild_index
@@ -65,12 +67,47 @@ def _print_report(report: IndexReport, as_json: bool) -> None:
         console.print(f"  warning {problem}", highlight=False, markup=False)
 
 
+def _read_catalogs(
+    paths: list[str], *, builtin: bool, server: str | None
+) -> tuple[list[Loaded], int]:
+    """Read every named catalog; ``(listings, how many could not be read at all)``.
+
+    Raises:
+        IngestError: nothing named, or a path that does not exist.
+    """
+    urls = [p for p in paths if is_url(p)]
+    files = catalog_files([Path(p) for p in paths if not is_url(p)])
+    if builtin:
+        files.append(Path(str(resources.files("toolscout.data").joinpath(BUILTIN))))
+    if not files and not urls:
+        raise IngestError("index: give catalog files or folders, OpenAPI URLs, or --builtin")
+    sources: list[Source] = [OpenApiSource(url, api=server) for url in urls]
+    for file in files:
+        name = "builtin" if file.name == BUILTIN and builtin else None
+        sources.append(CatalogFile(file, server=server, source=name))
+    loads: list[Loaded] = []
+    unusable = 0
+    for source in sources:
+        try:
+            loads.append(source.read())
+        except IngestError as exc:
+            unusable += 1
+            err_console.print(f"[red]skipped file[/] {escape(str(exc))}", highlight=False)
+    return loads, unusable
+
+
 @app.command()
 def index(
-    paths: Annotated[list[Path] | None, typer.Argument(help="Catalog files or folders.")] = None,
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(help="Catalog files or folders, OpenAPI documents or their URLs."),
+    ] = None,
     db: DbOption = None,
     builtin: Annotated[bool, typer.Option(help="Index the built-in starter catalog.")] = False,
-    server: Annotated[str | None, typer.Option(help="Server name for entries without one.")] = None,
+    server: Annotated[
+        str | None,
+        typer.Option(help="Server name for entries without one (an OpenAPI document's API name)."),
+    ] = None,
     prune: Annotated[bool, typer.Option(help="Delete tools these files no longer list.")] = False,
     rebuild: Annotated[
         bool,
@@ -81,23 +118,10 @@ def index(
     ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Index catalog files (MCP tools/list, OpenAI, Anthropic or JSONL tools). Unchanged tools
-    are not re-embedded. Exits 5 when a catalog file could not be read at all; the tools it
-    had are kept."""
-    files = catalog_files(list(paths or []))
-    if builtin:
-        files.append(Path(str(resources.files("toolscout.data").joinpath(BUILTIN))))
-    if not files:
-        raise IngestError("index: give catalog files or folders, or --builtin")
-    loads: list[Loaded] = []
-    unusable = 0
-    for file in files:
-        source = "builtin" if file.name == BUILTIN and builtin else None
-        try:
-            loads.append(CatalogFile(file, server=server, source=source).read())
-        except IngestError as exc:
-            unusable += 1
-            err_console.print(f"[red]skipped file[/] {escape(str(exc))}", highlight=False)
+    """Index catalog files (MCP tools/list, OpenAI, Anthropic or JSONL tools) and OpenAPI
+    documents (a file or an http(s) URL: one tool per operation). Unchanged tools are not
+    re-embedded. Exits 5 when a catalog could not be read at all; the tools it had are kept."""
+    loads, unusable = _read_catalogs(list(paths or []), builtin=builtin, server=server)
     if rebuild and unusable:
         # A rebuild replaces the whole index: never start one from a partial catalog.
         raise IngestError(

@@ -166,7 +166,7 @@ def serve(
 
 def _start_watch(
     db: str,
-    catalogs: list[Path] | None,
+    catalogs: list[str] | None,
     mcp_config: list[Path] | None,
     tools_dir: list[Path] | None,
 ) -> Callable[[], None]:

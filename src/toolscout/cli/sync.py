@@ -40,7 +40,10 @@ ToolsDirOption = Annotated[
     typer.Option("--tools-dir", help="A Python tool folder (freeact layout); repeatable."),
 ]
 CatalogArg = Annotated[
-    list[Path] | None, typer.Argument(help="Catalog files (JSON/JSONL), as for `index`.")
+    list[str] | None,
+    typer.Argument(
+        help="Catalog files (JSON/JSONL), OpenAPI documents or their URLs, as for `index`."
+    ),
 ]
 TimeoutOption = Annotated[
     float, typer.Option(min=0.1, help="Seconds each MCP server gets to start and list.")
@@ -51,7 +54,7 @@ def _sources(
     db: str | None,
     mcp_config: list[Path] | None,
     tools_dir: list[Path] | None,
-    catalogs: list[Path] | None,
+    catalogs: list[str] | None,
     timeout: float,
 ) -> SourceSet:
     found = resolve_sources(

@@ -7,6 +7,8 @@
 * Anthropic tools (``input_schema``).
 * The shared benchmark format: JSONL with ``id``, ``name``, ``description``, ``input_schema``,
   ``server``, ``category``.
+* OpenAPI 3.x / Swagger 2.0 documents (a ``.json`` one is recognised by its version field; a
+  ``.yaml``/``.yml`` file is always one), read by :mod:`toolscout.ingest.openapi`.
 
 A malformed entry becomes a :class:`Problem` (file, line or index, field) and is skipped. In a
 JSONL file every line stands alone: a line that is not UTF-8, not JSON, not an object, nested too
@@ -29,6 +31,7 @@ from toolscout.ingest.entries import (
     non_finite,
     parse_entry,
 )
+from toolscout.ingest.openapi import OpenApiSource, document_tools, is_openapi
 from toolscout.models import ItemType, Loaded, Problem
 
 _LIST_KEYS = {
@@ -39,6 +42,8 @@ _LIST_KEYS = {
     "resourceTemplates": ItemType.RESOURCE,
 }
 MAX_FILE_BYTES = 200 * 1024 * 1024
+#: Named explicitly, these are read as OpenAPI documents (a folder is searched for JSON only).
+OPENAPI_SUFFIXES = (".yaml", ".yml")
 
 
 class _Unparsable(ValueError):
@@ -153,6 +158,8 @@ class CatalogFile:
             IngestError: the file cannot be read, or a .json file is not UTF-8, not valid JSON
                 at all, or not an object or list.
         """
+        if self.path.suffix.lower() in OPENAPI_SUFFIXES:
+            return OpenApiSource(self.path, api=self.server, source=self.name).read()
         loaded = Loaded(source=self.name)
         seen: set[str] = set()
         is_jsonl = self.path.suffix.lower() == ".jsonl"
@@ -165,6 +172,8 @@ class CatalogFile:
                     raise _Unparsable(
                         f"expected a JSON object (one tool per line), got {type(doc).__name__}"
                     )
+                if not is_jsonl and is_openapi(doc):
+                    return document_tools(doc, location=where, source=self.name, api=self.server)
                 entries = list(_entries(doc, where))
             except _Unparsable as exc:
                 if not is_jsonl:

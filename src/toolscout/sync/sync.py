@@ -30,6 +30,7 @@ from toolscout.ingest.mcpconfig import (
     read_mcp_config,
     servers_from_settings,
 )
+from toolscout.ingest.openapi import OpenApiSource, is_url
 from toolscout.ingest.pyfile import SOURCE_PREFIX as TOOLS_PREFIX
 from toolscout.ingest.pyfile import ToolDirectory
 from toolscout.ingest.sources import Source
@@ -210,6 +211,18 @@ def sync(
 
 
 @dataclass(frozen=True)
+class ApiSpec:
+    """An OpenAPI document to index: ``name`` (None: from its title) and where it is."""
+
+    location: str
+    name: str | None = None
+    base_url: str | None = None
+
+    def source(self) -> OpenApiSource:
+        return OpenApiSource(self.location, api=self.name, base_url=self.base_url)
+
+
+@dataclass(frozen=True)
 class SourceSet:
     """The sources one ``sync`` / ``watch`` run covers, resolved from arguments or settings."""
 
@@ -217,10 +230,12 @@ class SourceSet:
     tool_dirs: tuple[Path, ...] = ()
     servers: tuple[ServerSpec, ...] = ()
     problems: tuple[Problem, ...] = ()
+    apis: tuple[ApiSpec, ...] = ()
 
     def file_sources(self) -> list[Source]:
         out: list[Source] = [CatalogFile(p, source=catalog_source(p)) for p in self.catalogs]
         out.extend(ToolDirectory(d) for d in self.tool_dirs)
+        out.extend(api.source() for api in self.apis)
         return out
 
     def server_sources(self) -> list[McpSource]:
@@ -230,7 +245,7 @@ class SourceSet:
         return [*self.file_sources(), *self.server_sources()]
 
     def is_empty(self) -> bool:
-        return not (self.catalogs or self.tool_dirs or self.servers)
+        return not (self.catalogs or self.tool_dirs or self.servers or self.apis)
 
 
 def catalog_source(path: Path) -> str:
@@ -253,7 +268,12 @@ def resolve_sources(
         IngestError: an MCP configuration file cannot be read at all.
     """
     servers_table: dict[str, Any] = {}
+    apis: list[ApiSpec] = []
     if not (mcp_configs or tools_dirs or catalogs) and settings is not None:
+        apis = [
+            ApiSpec(api.spec, name=name, base_url=api.base_url)
+            for name, api in sorted(settings.apis.items())
+        ]
         mcp_configs, tools_dirs, catalogs = (
             settings.mcp_configs,
             settings.tools_dirs,
@@ -276,8 +296,11 @@ def resolve_sources(
             )
             continue
         seen[spec.name] = spec
+    apis.extend(ApiSpec(str(c)) for c in catalogs if is_url(str(c)))
+    files = [Path(p).expanduser() for p in catalogs if not is_url(str(p))]
     return SourceSet(
-        catalogs=tuple(catalog_files([Path(p).expanduser() for p in catalogs], missing_ok=True)),
+        apis=tuple(apis),
+        catalogs=tuple(catalog_files(files, missing_ok=True)),
         tool_dirs=tuple(Path(p).expanduser() for p in tools_dirs),
         servers=tuple(seen.values()),
         problems=tuple(problems),

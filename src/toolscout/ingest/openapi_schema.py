@@ -1,0 +1,277 @@
+"""One OpenAPI operation as one tool: parameters and JSON body as an input schema, ``$ref``s
+resolved.
+
+References are looked up with ``referencing`` (the jsonschema project's resolver: JSON pointer
+escapes, percent-encoding, anchors), over the document as one resource. Only references inside
+the document are followed; a reference to another file or URL is reported. Two kinds of cycle
+are told apart: a reference whose chain only leads to further references and back (``A -> B ->
+A``) names nothing and is an error; a schema that contains itself through its properties (a
+tree node with ``children: [Node]``) is legitimate and is cut at the second visit to an empty
+schema with a note. Every operation's resolved schema is capped (:data:`MAX_NODES`) so that a
+document crafted to expand exponentially costs bounded work.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from referencing import Registry, Resource
+from referencing.exceptions import Unresolvable
+
+from toolscout.models import JSON, Tool
+
+METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+SAFE_METHODS = frozenset({"get", "head", "options", "trace"})
+IDEMPOTENT_METHODS = frozenset({"put", "delete"})
+#: Schema nodes one operation's input schema may hold once references are expanded.
+MAX_NODES = 20_000
+_ROOT = "urn:toolscout:openapi"
+_SWAGGER_PARAM_KEYS = (
+    "type",
+    "format",
+    "enum",
+    "items",
+    "default",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "multipleOf",
+)
+
+
+class OperationError(ValueError):
+    """An operation that cannot become a tool; ``pointer`` is where in the document."""
+
+    def __init__(self, pointer: str, field: str, message: str) -> None:
+        super().__init__(message)
+        self.pointer = pointer
+        self.field = field
+
+
+def pointer_token(key: str) -> str:
+    """One JSON pointer segment (RFC 6901 escaping)."""
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def fallback_id(method: str, path: str) -> str:
+    """A readable, stable name for an operation without ``operationId``:
+    ``GET /users/{id}`` -> ``get_users_by_id``."""
+    words: list[str] = [method.lower()]
+    for segment in path.strip("/").split("/"):
+        if not segment:
+            continue
+        match = re.fullmatch(r"\{(.+)\}", segment)
+        words.extend(["by", match.group(1)] if match else [segment])
+    return re.sub(r"[^A-Za-z0-9_]+", "_", "_".join(words)).strip("_").lower() or method.lower()
+
+
+class Resolver:
+    """Expands the ``$ref``s of one document (see the module docstring)."""
+
+    def __init__(self, document: Mapping[str, Any]) -> None:
+        resource: Resource[Any] = Resource.opaque(document)
+        self._resolver = Registry().with_resource(_ROOT, resource).resolver(_ROOT)
+        self._nodes = 0
+
+    def expand(self, node: Any, pointer: str) -> Any:
+        """``node`` with every reference replaced by its target (a fresh structure).
+
+        Raises:
+            OperationError: a reference that leads nowhere, outside the document, round in a
+                circle, or a schema larger than :data:`MAX_NODES` once expanded.
+        """
+        self._nodes = 0
+        return self._expand(node, pointer, ())
+
+    def _expand(self, node: Any, pointer: str, stack: tuple[str, ...]) -> Any:
+        self._nodes += 1
+        if self._nodes > MAX_NODES:
+            raise OperationError(
+                pointer, "$ref", f"over {MAX_NODES} schema nodes once references are expanded"
+            )
+        if isinstance(node, list):
+            return [self._expand(v, f"{pointer}/{i}", stack) for i, v in enumerate(node)]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            if ref in stack:  # a schema containing itself: cut, legitimately recursive
+                return {"description": f"(recursive: the same shape as {ref})"}
+            target = self._follow(ref, f"{pointer}/$ref")
+            extra = {k: v for k, v in node.items() if k != "$ref"}
+            merged = {**target, **extra} if isinstance(target, dict) and extra else target
+            return self._expand(merged, pointer, (*stack, ref))
+        return {k: self._expand(v, f"{pointer}/{pointer_token(k)}", stack) for k, v in node.items()}
+
+    def _follow(self, ref: str, pointer: str) -> Any:
+        """The target of ``ref``, following a chain of bare references.
+
+        Raises:
+            OperationError: a reference outside the document, to nowhere, or a chain in a cycle.
+        """
+        seen: list[str] = []
+        while True:
+            if not ref.startswith("#"):
+                raise OperationError(
+                    pointer, "$ref", f"{ref!r} points outside this document; inline it"
+                )
+            if ref in seen:
+                chain = " -> ".join([*seen, ref])
+                raise OperationError(pointer, "$ref", f"reference cycle: {chain}")
+            seen.append(ref)
+            try:
+                target = self._resolver.lookup(ref).contents
+            except Unresolvable as exc:
+                raise OperationError(pointer, "$ref", f"{ref!r} does not exist: {exc}") from exc
+            if isinstance(target, dict) and set(target) == {"$ref"}:
+                ref = str(target["$ref"])
+                continue
+            return target
+
+
+def _parameter_schema(param: Mapping[str, Any]) -> JSON:
+    """The JSON schema of one parameter (OpenAPI 3: ``schema``; Swagger 2: inline keys)."""
+    if isinstance(param.get("schema"), dict):
+        schema: JSON = dict(param["schema"])
+    else:
+        schema = {k: param[k] for k in _SWAGGER_PARAM_KEYS if k in param}
+    if param.get("description") and "description" not in schema:
+        schema["description"] = param["description"]
+    return schema
+
+
+def _body_schema(operation: Mapping[str, Any]) -> tuple[JSON | None, bool]:
+    """The JSON request body's schema and whether it is required (None: no JSON body)."""
+    body = operation.get("requestBody")
+    if isinstance(body, dict):
+        content = body.get("content") or {}
+        media = (
+            next((m for m in content if "json" in m), None) if isinstance(content, dict) else None
+        )
+        if media is not None and isinstance(content[media], dict):
+            schema = content[media].get("schema")
+            return (dict(schema) if isinstance(schema, dict) else {}), bool(body.get("required"))
+    for param in operation.get("parameters") or []:
+        if isinstance(param, dict) and param.get("in") == "body":
+            schema = param.get("schema")
+            return (dict(schema) if isinstance(schema, dict) else {}), bool(param.get("required"))
+    return None, False
+
+
+def _add_body(
+    operation: Mapping[str, Any],
+    pointer: str,
+    properties: JSON,
+    required: list[str],
+    where: dict[str, str],
+) -> None:
+    """Add the JSON body as the argument ``body``.
+
+    Raises:
+        OperationError: a parameter already has that name.
+    """
+    body, body_required = _body_schema(operation)
+    if body is None:
+        return
+    if "body" in where:
+        raise OperationError(pointer, "body", "a parameter named 'body' hides the JSON body")
+    where["body"] = "body"
+    properties["body"] = body
+    if body_required:
+        required.append("body")
+
+
+def _schema(operation: Mapping[str, Any], pointer: str) -> tuple[JSON, dict[str, str]]:
+    """The input schema and where each argument goes (``{"id": "path", "body": "body"}``).
+
+    Raises:
+        OperationError: a parameter without name or location, or two with one name.
+    """
+    properties: JSON = {}
+    required: list[str] = []
+    where: dict[str, str] = {}
+    for i, param in enumerate(operation.get("parameters") or []):
+        at = f"{pointer}/parameters/{i}"
+        if not isinstance(param, dict) or not isinstance(param.get("name"), str):
+            raise OperationError(at, "name", "a parameter needs a name and an 'in'")
+        location = param.get("in")
+        if location in ("body", "formData", "cookie"):
+            continue  # the body is below; form and cookie parameters are not sent
+        if location not in ("path", "query", "header"):
+            raise OperationError(at, "in", f"unknown parameter location {location!r}")
+        name = param["name"]
+        if name in where:
+            raise OperationError(at, "name", f"parameter {name!r} appears twice; rename one")
+        where[name] = str(location)
+        properties[name] = _parameter_schema(param)
+        if param.get("required") or location == "path":
+            required.append(name)
+    _add_body(operation, pointer, properties, required, where)
+    schema: JSON = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    return schema, where
+
+
+def operation_tool(
+    resolver: Resolver,
+    *,
+    api: str,
+    method: str,
+    path: str,
+    operation: Mapping[str, Any],
+    shared_parameters: list[Any],
+    base_url: str | None,
+    source: str,
+) -> Tool:
+    """The tool for ``method path``.
+
+    Raises:
+        OperationError: the operation cannot be converted (the pointer says where).
+    """
+    pointer = f"#/paths/{pointer_token(path)}/{method}"
+    expanded = resolver.expand(dict(operation), pointer)
+    own = expanded.get("parameters") or []
+    shared = resolver.expand(shared_parameters, f"#/paths/{pointer_token(path)}/parameters")
+    # Operation-level parameters override path-level ones with the same name and location.
+    names = {(p.get("name"), p.get("in")) for p in own if isinstance(p, dict)}
+    inherited = [
+        p for p in shared if isinstance(p, dict) and (p.get("name"), p.get("in")) not in names
+    ]
+    expanded["parameters"] = [*inherited, *own]
+    schema, where = _schema(expanded, pointer)
+    op_id = expanded.get("operationId")
+    name = op_id if isinstance(op_id, str) and op_id.strip() else fallback_id(method, path)
+    text = [str(expanded[k]).strip() for k in ("summary", "description") if expanded.get(k)]
+    tags = expanded.get("tags")
+    annotations: JSON = {
+        "http_method": method.upper(),
+        "http_path": path,
+        "http_parameters": where,
+        "readOnlyHint": method in SAFE_METHODS,
+        "destructiveHint": method not in SAFE_METHODS,
+        "idempotentHint": method in SAFE_METHODS | IDEMPOTENT_METHODS,
+    }
+    if base_url:
+        annotations["http_base_url"] = base_url
+    if expanded.get("deprecated") is True:
+        annotations["deprecated"] = True
+    return Tool(
+        id=f"{api}::{name}",
+        name=name,
+        description="\n\n".join(dict.fromkeys(t for t in text if t)),
+        input_schema=schema,
+        annotations=annotations,
+        server=api,
+        source=source,
+        category=tags[0] if isinstance(tags, list) and tags and isinstance(tags[0], str) else None,
+    )
