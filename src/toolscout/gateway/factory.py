@@ -9,6 +9,7 @@ from pathlib import Path
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.gateway.audit import AuditLog
+from toolscout.gateway.http import DEFAULT_HTTP_TIMEOUT, HttpApi
 from toolscout.gateway.policy import Policy
 from toolscout.gateway.service import Gateway
 from toolscout.gateway.sessions import Limits
@@ -32,12 +33,30 @@ def upstream_servers(
 
 def gateway_enabled(settings: Settings, servers: Sequence[ServerSpec], flag: bool | None) -> bool:
     """``--gateway`` / ``--no-gateway`` first, then ``gateway.enabled``, else: whether any
-    upstream server is configured."""
+    upstream server or REST API (``[apis.NAME]``) is configured."""
     if flag is not None:
         return flag
     if settings.gateway.enabled is not None:
         return settings.gateway.enabled
-    return bool(servers)
+    return bool(servers) or bool(settings.apis)
+
+
+def http_apis(settings: Settings) -> list[HttpApi]:
+    """The REST APIs of ``[apis.NAME]``, with their credentials read from the environment now
+    and the gateway's limits (``[gateway.servers.NAME]`` applies to an API of that name)."""
+    g = settings.gateway
+    return [
+        HttpApi(
+            name,
+            base_url=api.base_url,
+            headers=api.credential_headers(),
+            timeout=(g.servers[name].timeout if name in g.servers else None)
+            or api.timeout
+            or DEFAULT_HTTP_TIMEOUT,
+            max_result_bytes=g.max_result_bytes,
+        )
+        for name, api in sorted(settings.apis.items())
+    ]
 
 
 def build_gateway(engine: Engine, settings: Settings, servers: Sequence[ServerSpec]) -> Gateway:
@@ -75,4 +94,5 @@ def build_gateway(engine: Engine, settings: Settings, servers: Sequence[ServerSp
         expose_tokens=g.expose_tokens,
         limits=limits,
         max_concurrency=g.max_concurrency,
+        apis=http_apis(settings),
     )

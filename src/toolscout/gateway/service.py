@@ -1,4 +1,5 @@
-"""The gateway: describe and call the indexed tools of the upstream MCP servers.
+"""The gateway: describe and call the indexed tools of the upstream MCP servers and of the
+REST APIs indexed from OpenAPI documents (:mod:`toolscout.gateway.http`).
 
 :class:`Gateway` is the library object every edge uses. ``schemas`` reads definitions from
 the index; ``call`` checks the tool against the policy and its arguments against the stored
@@ -31,6 +32,7 @@ from toolscout.feedback.recent import RecentSearches
 from toolscout.gateway.audit import AuditLog, CallRecord
 from toolscout.gateway.catalog import CallableTools
 from toolscout.gateway.exposure import Exposure
+from toolscout.gateway.http import HttpApi
 from toolscout.gateway.policy import Policy
 from toolscout.gateway.sessions import Limits, UpstreamPool
 from toolscout.gateway.validation import check_arguments
@@ -76,20 +78,24 @@ class Gateway:
         expose_tokens: int = 1500,
         limits: Mapping[str, Limits] | None = None,
         max_concurrency: int = 8,
+        apis: Sequence[HttpApi] = (),
     ) -> None:
         self.engine = engine
+        #: REST APIs indexed from OpenAPI documents, by the server name their tools carry.
+        self.apis = {api.name: api for api in apis}
         self.policy = policy or Policy()
         self.audit = audit
         self.exposure = Exposure(expose)
         self.expose_tokens = expose_tokens
         self.pool = UpstreamPool(list(servers), limits, max_concurrency=max_concurrency)
-        self.tools = CallableTools(engine, list(self.pool.upstreams), self.callable)
+        upstreams = [*self.pool.upstreams, *self.apis]
+        self.tools = CallableTools(engine, upstreams, self.callable)
         #: Each session's last search: a relayed call is recorded as feedback for it.
         self.searches = RecentSearches()
 
     @property
     def servers(self) -> list[str]:
-        return sorted(self.pool.upstreams)
+        return sorted({*self.pool.upstreams, *self.apis})
 
     def list_budget(self) -> int:
         """Tokens the whole tools list may cost: ``expose_tokens``, and never more than
@@ -124,7 +130,7 @@ class Gateway:
         allows."""
         return (
             tool.item_type is ItemType.TOOL
-            and tool.server in self.pool.upstreams
+            and (tool.server in self.pool.upstreams or tool.server in self.apis)
             and self.policy.allows(tool)
         )
 
@@ -207,6 +213,11 @@ class Gateway:
             raise InvalidArguments("(arguments)", "must be an object of argument names to values")
         if tool.server is None:
             raise UpstreamError("?", f"{tool.id!r} belongs to no MCP server; it cannot be called")
+        api = self.apis.get(tool.server)
+        if api is not None:
+            self.policy.check(tool)
+            check_arguments(tool, args)
+            return await api.call(tool, args)
         upstream = self.pool.get(tool.server)
         self.policy.check(tool)
         check_arguments(tool, args)
