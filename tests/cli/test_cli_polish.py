@@ -83,7 +83,7 @@ def test_help_shows_markup_as_written_and_choices_as_choices(cli: CliRunner) -> 
     evaluate = cli.invoke(app, ["eval", "--help"], terminal_width=200).stdout
     assert "none|offline|llm" in evaluate
     index = cli.invoke(app, ["index", "--help"], terminal_width=200).stdout
-    assert "JSONL tools). Unchanged tools are not re-embedded." in index
+    assert "operation). Unchanged tools are not re-embedded." in index
 
 
 def test_search_schemas_adds_each_hits_input_schema(cli: CliRunner, tmp_path: Path) -> None:
