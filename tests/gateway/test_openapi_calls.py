@@ -166,3 +166,26 @@ def test_sync_indexes_a_configured_api(shop: str, settings: Settings, tmp_path: 
         assert engine.get_tool("store::get_weather").server == "store"
     finally:
         engine.close()
+
+
+def test_an_agent_finds_and_calls_an_operation_in_one_mcp_connection(shop_engine: Engine) -> None:
+    from mcp import Client
+
+    from toolscout.api.mcp_gateway import create_gateway_server
+
+    gateway = Gateway(shop_engine, [], apis=[HttpApi("shop")])
+
+    async def main() -> tuple[str, types.CallToolResult]:
+        async with gateway, Client(create_gateway_server(shop_engine, gateway)) as client:
+            found = await client.call_tool(
+                "search_tools", {"query": "weather forecast for Paris", "limit": 3}
+            )
+            called = await client.call_tool(
+                "call_tool", {"id": "shop::get_weather", "arguments": {"city": "Paris"}}
+            )
+            return text(found), called
+
+    found, called = anyio.run(main)
+    assert "shop::get_weather" in found
+    assert not called.is_error
+    assert '"forecast"' in text(called) and "sunny" in text(called)
