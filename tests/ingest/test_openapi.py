@@ -249,3 +249,20 @@ def test_fallback_names_are_readable_and_stable() -> None:
     assert (
         fallback_id("delete", "/v1/orders/{order-id}/items") == "delete_v1_orders_by_order_id_items"
     )
+
+
+def test_watch_syncs_an_api_from_its_url(shop: str, engine: Engine) -> None:
+    import threading
+
+    from toolscout.sync.sync import ApiSpec, SourceSet
+    from toolscout.sync.watch import Watcher
+
+    synced = threading.Event()
+    sources = SourceSet(apis=(ApiSpec(f"{shop}/openapi.json", name="store"),))
+    watcher = Watcher(engine, sources, on_sync=lambda summary: synced.set())
+    stop = watcher.start_in_thread()
+    try:
+        assert synced.wait(30), "the API was not synced within 30 s"
+    finally:
+        assert stop(10.0)
+    assert engine.get_tool("store::get_weather").source == f"{shop}/openapi.json"

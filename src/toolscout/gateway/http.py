@@ -98,7 +98,10 @@ class HttpApi:
                 headers[name] = _text(value)
             elif kind == "body":
                 body = value
-        headers.update(self.headers)  # credentials win over arguments of the same name
+        # Credentials win over arguments of the same name, whatever the case.
+        secret = {h.lower() for h in self.headers}
+        headers = {h: v for h, v in headers.items() if h.lower() not in secret}
+        headers.update(self.headers)
         url = base.rstrip("/") + "/" + path.lstrip("/")
         content = None if body is None else json.dumps(body).encode()
         if content is not None:

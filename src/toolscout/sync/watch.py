@@ -144,6 +144,8 @@ class Watcher:
                 await self._sync_source(source)
             for server in self.sources.server_sources():
                 tg.start_soon(self._serve_server, server)
+            for api in self.sources.apis:
+                tg.start_soon(self._poll_api, api.source())
             if stop is not None:
                 while not stop.is_set():
                     await anyio.sleep(_STOP_POLL)
@@ -228,6 +230,13 @@ class Watcher:
                 await self._sync_source(source)
 
     # -- MCP servers -------------------------------------------------------------------------
+    async def _poll_api(self, source: Source) -> None:
+        """An OpenAPI document: synced now and again every ``relist_interval`` (a URL has no
+        change notifications; a failed read keeps the API's tools, as in ``sync``)."""
+        while True:
+            await self._sync_source(source)
+            await anyio.sleep(self.relist_interval)
+
     async def _serve_server(self, source: McpSource) -> None:
         while True:
             try:
