@@ -189,3 +189,53 @@ def test_an_agent_finds_and_calls_an_operation_in_one_mcp_connection(shop_engine
     assert "shop::get_weather" in found
     assert not called.is_error
     assert '"forecast"' in text(called) and "sunny" in text(called)
+
+
+def test_toolscout_index_url_then_mcp_gateway_finds_and_calls_it(
+    shop: str, settings: Settings, tmp_path: Path
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    config = tmp_path / "toolscout.toml"
+    config.write_text(
+        f'[apis.shop]\nspec = "{shop}/openapi.json"\n'
+        'headers_from_env = { "X-API-Key" = "SHOP_KEY" }\n'
+        '[gateway]\nallow_destructive = ["shop::create_order"]\n',
+        encoding="utf-8",
+    )
+    env = {
+        "TOOLSCOUT_DB": settings.db,
+        "TOOLSCOUT_CACHE_DIR": settings.cache_dir,
+        "TOOLSCOUT_CONFIG": str(config),
+        "TOOLSCOUT_EMBED_THREADS": "1",
+        "SHOP_KEY": TOKEN,
+        "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+    }
+    index = [sys.executable, "-m", "toolscout", "index", f"{shop}/openapi.json", "--server", "shop"]
+    done = subprocess.run(index, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "toolscout", "mcp", "--gateway"], env=env
+    )
+
+    async def main() -> tuple[list[str], types.CallToolResult]:
+        async with Client(stdio_client(params), read_timeout_seconds=120) as client:
+            found = await client.call_tool(
+                "search_tools", {"query": "place an order for two books", "limit": 3}
+            )
+            ids = [h["id"] for h in (found.structured_content or {})["result"]]
+            called = await client.call_tool(
+                "call_tool", {"id": ids[0], "arguments": {"body": {"item": "book", "quantity": 2}}}
+            )
+            return ids, called
+
+    ids, called = anyio.run(main)
+    assert ids[0] == "shop::create_order"
+    assert not called.is_error, text(called)
+    assert json.loads(text(called))["item"] == "book"
