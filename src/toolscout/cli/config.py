@@ -28,7 +28,12 @@ TEMPLATE = """\
 # Sources `toolscout sync` and `watch` use when given no arguments:
 # mcp_configs = ["~/.config/Claude/claude_desktop_config.json"]
 # tools_dirs = ["~/workspace"]
-# catalogs = []
+# catalogs = []             # catalog files, OpenAPI documents or their http(s) URLs
+
+# A REST API described by OpenAPI: indexed by `sync`, callable through the gateway.
+# [apis.shop]
+# spec = "https://shop.example.com/openapi.json"
+# headers_from_env = {{ "X-API-Key" = "SHOP_KEY" }}   # credentials stay in the environment
 """
 
 
