@@ -266,3 +266,11 @@ def test_watch_syncs_an_api_from_its_url(shop: str, engine: Engine) -> None:
     finally:
         assert stop(10.0)
     assert engine.get_tool("store::get_weather").source == f"{shop}/openapi.json"
+
+
+def test_openapi_3_0_schema_words_become_json_schema() -> None:
+    schema = {"type": "integer", "nullable": True, "minimum": 0, "exclusiveMinimum": True}
+    doc = _doc({"/n": _get("n", parameters=[{"name": "n", "in": "query", "schema": schema}])})
+    (tool,) = document_tools(doc, location="n.json", source="n.json").tools
+    converted = (tool.input_schema or {})["properties"]["n"]
+    assert converted == {"type": ["integer", "null"], "exclusiveMinimum": 0}

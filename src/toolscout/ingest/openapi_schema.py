@@ -81,6 +81,8 @@ class Resolver:
         resource: Resource[Any] = Resource.opaque(document)
         self._resolver = Registry().with_resource(_ROOT, resource).resolver(_ROOT)
         self._nodes = 0
+        #: OpenAPI 3.0 and Swagger 2.0 schemas are not JSON Schema 2020-12: rewrite what differs.
+        self._legacy = not str(document.get("openapi", "")).startswith("3.1")
 
     def expand(self, node: Any, pointer: str) -> Any:
         """``node`` with every reference replaced by its target (a fresh structure).
@@ -110,7 +112,8 @@ class Resolver:
             extra = {k: v for k, v in node.items() if k != "$ref"}
             merged = {**target, **extra} if isinstance(target, dict) and extra else target
             return self._expand(merged, pointer, (*stack, ref))
-        return {k: self._expand(v, f"{pointer}/{pointer_token(k)}", stack) for k, v in node.items()}
+        out = {k: self._expand(v, f"{pointer}/{pointer_token(k)}", stack) for k, v in node.items()}
+        return _from_legacy(out) if self._legacy else out
 
     def _follow(self, ref: str, pointer: str) -> Any:
         """The target of ``ref``, following a chain of bare references.
@@ -136,6 +139,24 @@ class Resolver:
                 ref = str(target["$ref"])
                 continue
             return target
+
+
+def _from_legacy(node: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAPI 3.0 / Swagger 2.0 schema node in JSON Schema 2020-12 terms, which the
+    gateway validates arguments with: ``nullable: true`` becomes a ``"null"`` type, and boolean
+    ``exclusiveMinimum``/``exclusiveMaximum`` become the numeric bounds."""
+    if node.get("nullable") is True or node.get("x-nullable") is True:
+        kind = node.get("type")
+        if isinstance(kind, str):
+            node["type"] = [kind, "null"]
+        node.pop("nullable", None)
+        node.pop("x-nullable", None)
+    for flag, bound in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
+        if node.get(flag) is True and isinstance(node.get(bound), int | float):
+            node[flag] = node.pop(bound)
+        elif isinstance(node.get(flag), bool):
+            del node[flag]
+    return node
 
 
 def _parameter_schema(param: Mapping[str, Any]) -> JSON:
