@@ -274,3 +274,13 @@ def test_openapi_3_0_schema_words_become_json_schema() -> None:
     (tool,) = document_tools(doc, location="n.json", source="n.json").tools
     converted = (tool.input_schema or {})["properties"]["n"]
     assert converted == {"type": ["integer", "null"], "exclusiveMinimum": 0}
+
+
+def test_sync_takes_a_url_among_its_catalogs(tmp_path: Path) -> None:
+    from toolscout.sync.sync import ApiSpec, resolve_sources
+
+    catalog = tmp_path / "tools.json"
+    catalog.write_text("[]", encoding="utf-8")
+    found = resolve_sources(catalogs=["https://api.example.com/openapi.json", str(catalog)])
+    assert found.apis == (ApiSpec("https://api.example.com/openapi.json"),)
+    assert found.catalogs == (catalog,)
