@@ -284,3 +284,22 @@ def test_sync_takes_a_url_among_its_catalogs(tmp_path: Path) -> None:
     found = resolve_sources(catalogs=["https://api.example.com/openapi.json", str(catalog)])
     assert found.apis == (ApiSpec("https://api.example.com/openapi.json"),)
     assert found.catalogs == (catalog,)
+
+
+@pytest.mark.slow
+def test_two_thousand_operations_index_in_bounded_time(engine: Engine) -> None:
+    param = {"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}}
+    paths = {
+        f"/things{i}/{{id}}": {
+            "get": {
+                "operationId": f"get_thing_{i}",
+                "summary": f"Fetch thing {i}",
+                "parameters": [param],
+            }
+        }
+        for i in range(2000)
+    }
+    started = time.perf_counter()
+    report = engine.index([document_tools(_doc(paths), location="big.json", source="big.json")])
+    assert report.added == 2000 and not report.skipped
+    assert time.perf_counter() - started < 120  # about 17 s on two shared cores
