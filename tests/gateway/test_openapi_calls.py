@@ -239,3 +239,24 @@ def test_toolscout_index_url_then_mcp_gateway_finds_and_calls_it(
     assert ids[0] == "shop::create_order"
     assert not called.is_error, text(called)
     assert json.loads(text(called))["item"] == "book"
+
+
+def test_waiting_for_a_call_slot_counts_against_the_timeout(shop_engine: Engine) -> None:
+    gateway = Gateway(shop_engine, [], apis=[HttpApi("shop", timeout=1.0, max_concurrency=1)])
+
+    async def body(g: Gateway) -> list[str]:
+        outcomes: list[str] = []
+
+        async def one() -> None:
+            try:
+                await g.call("shop::slow_slow_get", {"seconds": 0.7})
+                outcomes.append("ok")
+            except UpstreamError:
+                outcomes.append("timeout")
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(one)
+            tg.start_soon(one)
+        return outcomes
+
+    assert sorted(run(gateway, body)) == ["ok", "timeout"]

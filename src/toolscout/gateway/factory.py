@@ -54,6 +54,8 @@ def http_apis(settings: Settings) -> list[HttpApi]:
             or api.timeout
             or DEFAULT_HTTP_TIMEOUT,
             max_result_bytes=g.max_result_bytes,
+            max_concurrency=(g.servers[name].max_concurrency if name in g.servers else None)
+            or g.max_concurrency,
         )
         for name, api in sorted(settings.apis.items())
     ]

@@ -43,8 +43,14 @@ class HttpApi:
     headers: Mapping[str, str] = field(default_factory=dict)
     timeout: float = DEFAULT_HTTP_TIMEOUT
     max_result_bytes: int = 0
+    #: Calls at once; waiting for a slot counts against the timeout, as for MCP upstreams.
+    max_concurrency: int = 8
     #: Replaces the network in tests (an ``httpx.MockTransport``); None: the real one.
     transport: httpx.AsyncBaseTransport | None = None
+    _slots: anyio.CapacityLimiter = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_slots", anyio.CapacityLimiter(self.max_concurrency))
 
     async def call(self, tool: Tool, args: Mapping[str, Any]) -> types.CallToolResult:
         """Send the request ``tool``'s operation describes with ``args``.
@@ -56,7 +62,8 @@ class HttpApi:
         request = self._request(tool, args)
         try:
             with anyio.fail_after(self.timeout):
-                status, reason, content_type, body, cut = await self._send(request)
+                async with self._slots:
+                    status, reason, content_type, body, cut = await self._send(request)
         except TimeoutError as exc:
             raise UpstreamError(self.name, f"no answer within {self.timeout:g} s") from exc
         except httpx.HTTPError as exc:
