@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urljoin, urlsplit
 
 import httpx
@@ -137,7 +137,7 @@ def _check(doc: Any, location: str) -> Mapping[str, Any]:
         )
     if not isinstance(doc.get("paths"), dict):
         raise IngestError(f"{location}#/paths: must be an object of paths to operations")
-    return doc  # type: ignore[no-any-return]
+    return cast(Mapping[str, Any], doc)
 
 
 @dataclass(frozen=True)
