@@ -21,7 +21,7 @@ from toolscout.config import Settings
 from toolscout.engine import Engine
 
 ADMIN, READER = "fault-admin", "fault-reader"
-OPEN = {"GET /health", "GET /openapi.json", "GET /docs"}
+OPEN = {"GET /health", "GET /api/v1/health", "GET /openapi.json", "GET /docs"}
 #: The admin key's run is tests/api/test_http_fuzz.py.
 KEYS = {"none": None, "wrong": "not-a-key", "read": READER}
 
