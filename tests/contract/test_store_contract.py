@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
+from support.backends import entry, unit
 from toolscout.errors import ConfigError, SkillExists, SkillNotFound, StoreError, ToolNotFound
-from toolscout.models import Filters, ItemType, Skill, SkillAssignment, Suggestion, Tool
+from toolscout.models import Filters, ItemType, Skill, SkillAssignment, Suggestion
 from toolscout.store.base import (
-    LEXICAL_FIELDS,
     Classified,
     EnrichmentRecord,
     FeedbackRecord,
@@ -19,38 +19,6 @@ from toolscout.store.base import (
 )
 
 WEIGHTS = (3.0, 2.5, 2.0, 2.0, 1.5, 1.5, 1.0, 1.0)
-
-
-def unit(*values: float) -> NDArray[np.float32]:
-    v = np.zeros(8, dtype=np.float32)
-    v[: len(values)] = values
-    return v / np.linalg.norm(v)
-
-
-def entry(
-    tool_id: str,
-    words: str,
-    vector: NDArray[np.float32],
-    *,
-    server: str = "files",
-    item_type: ItemType = ItemType.TOOL,
-    description: str = "",
-) -> IndexEntry:
-    tool = Tool(
-        id=tool_id,
-        name=tool_id.split("::")[-1],
-        description=description or words,
-        input_schema={"type": "object", "properties": {"path": {"type": "string"}}},
-        annotations={"readOnlyHint": True},
-        item_type=item_type,
-        server=server,
-        source=f"src-{server}",
-        category="cat",
-    )
-    fields = {f: "" for f in LEXICAL_FIELDS}
-    fields["name"] = tool.name.replace("_", " ")
-    fields["description"] = words
-    return IndexEntry(tool, fields, vector, text_hash="h-" + words)
 
 
 def catalog() -> list[IndexEntry]:

@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 import anyio
 import mcp_types as types
 import pytest
-from upstreams import UPSTREAM, upstream_spec
 
+from support.upstreams import UPSTREAM, upstream_spec
 from toolscout.engine import Engine
 from toolscout.errors import CallDenied, InvalidArguments, UpstreamError
 from toolscout.gateway import AuditLog, Gateway, Limits, Policy

@@ -13,9 +13,9 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp import Client
-from upstreams import git_spec, time_spec, upstream_spec
 
 from support.tokens import cl100k
+from support.upstreams import git_spec, time_spec, upstream_spec
 from toolscout.api.mcp_gateway import create_gateway_server
 from toolscout.engine import Engine
 from toolscout.gateway import Gateway

@@ -7,8 +7,8 @@ import math
 from functools import partial
 
 import pytest
-from skills_catalog import CATALOG, build
 
+from support.skills_catalog import CATALOG, build
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.errors import EmptyQuery, QueryError
