@@ -49,7 +49,7 @@ WRITE_TEMPLATES = {
     ("DELETE", "/api/v1/feedback"),
 }
 #: Governance reads that expose drafts or job state: admin only as well.
-ADMIN_READS = [
+ADMIN_READS: list[tuple[str, str, dict[str, Any] | None]] = [
     ("GET", "/api/v1/suggestions", None),
     ("GET", "/api/v1/skills/classify/x", None),
     ("GET", "/api/v1/enrichment/jobs/x", None),
@@ -92,7 +92,7 @@ def test_every_state_changing_route_is_tested_for_the_admin_key(client: TestClie
         (method, route.path)
         for route in client.app.routes  # type: ignore[attr-defined]
         if isinstance(route, APIRoute)
-        for method in route.methods
+        for method in route.methods or ()
         if method != "GET" and route.path != "/api/v1/search"  # a search, sent as POST
     }
     assert changing == WRITE_TEMPLATES

@@ -193,8 +193,12 @@ def test_a_search_waiting_past_its_deadline_is_shed(api_engine: Engine) -> None:
 
 
 def _occupied(gate: SearchGate, held: threading.Event, release: threading.Event) -> Any:
+    def hold() -> bool:
+        held.set()
+        return release.wait(30)
+
     async def occupy() -> None:
-        await gate.run(lambda: held.set() or release.wait(30))
+        await gate.run(hold)
 
     return occupy
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from toolscout.cli import _register, app
 
-CATALOG = [
+CATALOG: list[dict[str, object]] = [
     {"name": "create_issue", "server": "github", "description": "Open an issue in a repository.",
      "inputSchema": {"type": "object", "properties": {"title": {"type": "string"}},
                      "required": ["title"]}},

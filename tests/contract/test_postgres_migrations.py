@@ -111,8 +111,8 @@ def test_schema_4_rebuilds_a_float_graph_over_half_precision_vectors(
                 "SELECT indexdef FROM pg_indexes WHERE indexname = 'tools_embedding_hnsw' "
                 "AND schemaname = current_schema()"
             ).fetchone() or ("",)
-            version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'")
-            assert int(version.fetchone()[0]) >= 4
+            version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            assert version is not None and int(version[0]) >= 4
         assert "halfvec(8)" in definition and "halfvec_cosine_ops" in definition
         q = entries[7].vector
         assert reopened.nearest(q, limit=3)[0].id == entries[7].tool.id

@@ -113,9 +113,11 @@ def test_a_small_cache_evicts_lists_and_answers_the_same(
         for _ in range(2):
             assert answers(small) == [exhaustive(small, q, 15) for q in QUERIES]
             assert small.lexical_leg.cache is not None and small.lexical_leg.cache.held <= 400
+        cache = small.lexical_leg.cache
+        assert cache is not None
         live = {t for q in QUERIES for t in q if t != "rare"}
-        assert small.lexical_leg.cache.loaded > len(live)  # evicted lists were read again
-        assert small.lexical_leg.cache.oversize_fallbacks == 0
+        assert cache.loaded > len(live)  # evicted lists were read again
+        assert cache.oversize_fallbacks == 0
     finally:
         small.close()
 

@@ -8,9 +8,8 @@ from pathlib import Path
 import psycopg
 import pytest
 import sqlean
-from test_store_contract import entry, unit
 
-from support.backends import IDENTITY
+from support.backends import IDENTITY, entry, unit
 from toolscout.errors import StoreError
 from toolscout.store.postgres import PostgresStore
 from toolscout.store.postgres.conn import parse_url

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_store_contract import entry, unit
 
-from support.backends import open_backend, with_options
+from support.backends import entry, open_backend, unit, with_options
 from toolscout.config import Settings
 from toolscout.errors import ConfigError
 from toolscout.models import Loaded, Tool

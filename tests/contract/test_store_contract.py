@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
+from support.backends import entry, unit
 from toolscout.errors import ConfigError, SkillExists, SkillNotFound, StoreError, ToolNotFound
-from toolscout.models import Filters, ItemType, Skill, SkillAssignment, Suggestion, Tool
+from toolscout.models import Filters, ItemType, Skill, SkillAssignment, Suggestion
 from toolscout.store.base import (
-    LEXICAL_FIELDS,
     Classified,
     EnrichmentRecord,
     FeedbackRecord,
@@ -19,38 +19,6 @@ from toolscout.store.base import (
 )
 
 WEIGHTS = (3.0, 2.5, 2.0, 2.0, 1.5, 1.5, 1.0, 1.0)
-
-
-def unit(*values: float) -> NDArray[np.float32]:
-    v = np.zeros(8, dtype=np.float32)
-    v[: len(values)] = values
-    return v / np.linalg.norm(v)
-
-
-def entry(
-    tool_id: str,
-    words: str,
-    vector: NDArray[np.float32],
-    *,
-    server: str = "files",
-    item_type: ItemType = ItemType.TOOL,
-    description: str = "",
-) -> IndexEntry:
-    tool = Tool(
-        id=tool_id,
-        name=tool_id.split("::")[-1],
-        description=description or words,
-        input_schema={"type": "object", "properties": {"path": {"type": "string"}}},
-        annotations={"readOnlyHint": True},
-        item_type=item_type,
-        server=server,
-        source=f"src-{server}",
-        category="cat",
-    )
-    fields = {f: "" for f in LEXICAL_FIELDS}
-    fields["name"] = tool.name.replace("_", " ")
-    fields["description"] = words
-    return IndexEntry(tool, fields, vector, text_hash="h-" + words)
 
 
 def catalog() -> list[IndexEntry]:
@@ -122,8 +90,9 @@ def test_hashes_list_and_counts_follow_filters(filled: Store) -> None:
     assert filled.counts_by("server") == {"files": 3, "git": 2, "web": 2}
     with pytest.raises(ValueError):
         filled.counts_by("description")
-    git = filled.ids_where("server", "git")
-    assert len(git) == 2 and git == sorted(git) and all(i.startswith("git::") for i in git)
+    git_ids = filled.ids_where("server", "git")
+    assert len(git_ids) == 2 and git_ids == sorted(git_ids)
+    assert all(i.startswith("git::") for i in git_ids)
     assert filled.ids_where("server", "nowhere") == []
     with pytest.raises(ValueError):
         filled.ids_where("description", "x")
@@ -236,7 +205,7 @@ def test_a_failing_write_leaves_nothing_behind(filled: Store) -> None:
 
 
 def test_reset_forgets_tools_and_identity(filled: Store) -> None:
-    filled.reset()  # type: ignore[attr-defined]
+    filled.reset()
     assert filled.identity() is None
     assert filled.count() == 0
     with pytest.raises(StoreError, match="bind"):
@@ -290,7 +259,10 @@ def test_assignments_and_suggestions_round_trip(filled: Store) -> None:
         "files",
         "io",
     ]
-    assert filled.skill_members(["io"]) == {"io": [("files::read_file", pytest.approx(0.4))]}
+    members = filled.skill_members(["io"])
+    assert list(members) == ["io"]
+    [(tool_id, confidence)] = members["io"]
+    assert tool_id == "files::read_file" and confidence == pytest.approx(0.4)
     filled.mark_classify_failed("files::list_dir", "c2", "boom")
     assert filled.classification_state()["files::list_dir"] == ("c2", "failed")
     assert filled.delete(["files::read_file"]) == 1

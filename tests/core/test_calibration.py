@@ -1,11 +1,13 @@
 """Calibrated scores: the packaged fit, its file format, and the fitting routine."""
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from toolscout.embed.base import Vectors
 from toolscout.errors import ConfigError
 from toolscout.search.calibration import (
     MODE_FEATURES,
@@ -68,10 +70,19 @@ def test_a_request_model_with_other_features_degrades_to_approximate(tmp_path: P
 
 
 class _Named:
-    """The smallest embedder identity ``Calibration.status`` reads."""
+    """An embedder that only has an identity: ``Calibration.status`` reads its name and never
+    embeds."""
+
+    dim = 8
 
     def __init__(self, name: str) -> None:
         self.name = name
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        raise AssertionError("Calibration.status must not embed")
+
+    def embed_query(self, texts: Sequence[str]) -> Vectors:
+        raise AssertionError("Calibration.status must not embed")
 
 
 def test_a_missing_calibration_file_is_a_config_error(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """The core engine on a real SQLite file with the real packaged model."""
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,7 @@ from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.errors import ConfigError, QueryError, ToolNotFound
 from toolscout.ingest.jsonfile import CatalogFile
-from toolscout.models import ItemType, SearchMode
+from toolscout.models import IndexReport, ItemType, SearchMode
 from toolscout.store.base import IndexIdentity
 from toolscout.store.sqlite import SQLiteStore
 
@@ -50,15 +51,15 @@ CATALOG = [
 
 
 def _catalog(
-    tmp_path: Path, entries: list[dict[str, object]] = CATALOG, name: str = "c.json"
+    tmp_path: Path, entries: Sequence[Mapping[str, object]] = CATALOG, name: str = "c.json"
 ) -> Path:
     path = tmp_path / name
     path.write_text(json.dumps(entries), encoding="utf-8")
     return path
 
 
-def _index(engine: Engine, path: Path, **kw: object):  # type: ignore[no-untyped-def]
-    return engine.index([CatalogFile(path).read()], **kw)  # type: ignore[arg-type]
+def _index(engine: Engine, path: Path, *, prune: bool = False) -> IndexReport:
+    return engine.index([CatalogFile(path).read()], prune=prune)
 
 
 def test_paraphrased_request_finds_the_right_tool(engine: Engine, tmp_path: Path) -> None:

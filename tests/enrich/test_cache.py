@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from enrich_catalog import tracker_tools
-
+from support.enrich_catalog import tracker_tools
 from toolscout.enrich.cache import EnrichmentCache, EnrichReport
 from toolscout.enrich.offline import OfflineEnricher
 from toolscout.enrich.pipeline import EnrichmentPipeline

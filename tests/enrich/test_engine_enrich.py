@@ -7,8 +7,8 @@ import dataclasses
 from collections.abc import Iterator
 
 import pytest
-from enrich_catalog import tracker_tools
 
+from support.enrich_catalog import tracker_tools
 from support.openai_double import OpenAIDouble, good
 from toolscout.config import Settings
 from toolscout.engine import Engine

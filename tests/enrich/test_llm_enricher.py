@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from enrich_catalog import chinese_tool, tracker_tools
 
+from support.enrich_catalog import chinese_tool, tracker_tools
 from support.openai_double import OpenAIDouble, good, hang, malformed, status
 from toolscout.enrich.llm import OpenAICompatibleLLM
 from toolscout.enrich.llm_enricher import LLMEnricher

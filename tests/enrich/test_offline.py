@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from enrich_catalog import chinese_tool, tracker_tools
-
+from support.enrich_catalog import chinese_tool, tracker_tools
 from toolscout.enrich.base import merged_fields
 from toolscout.enrich.offline import (
     OfflineEnricher,

@@ -9,9 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fault_catalogs import content_hashes, versions, write
-from fault_integrity import check
-from fault_setup import CATALOG_SIZE, SEED, Scene, WriterPool
+
+from support.fault_catalogs import content_hashes, versions, write
+from support.fault_integrity import check
+from support.fault_setup import CATALOG_SIZE, SEED, Scene, WriterPool
 
 
 @pytest.fixture(scope="session")

@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fault_integrity import check
-from fault_setup import Scene, WriterPool
+
+from support.fault_integrity import check
+from support.fault_setup import Scene, WriterPool
 
 
 @pytest.mark.parametrize(("op", "writers"), [("index", 2), ("sync", 3)])

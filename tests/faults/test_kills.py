@@ -8,8 +8,8 @@ import random
 from pathlib import Path
 from typing import Any
 
-from fault_integrity import Snapshot, check
-from fault_setup import KILLS, SEED, Scene, WriterPool
+from support.fault_integrity import Snapshot, check
+from support.fault_setup import KILLS, SEED, Scene, WriterPool
 
 OPS = ("index", "sync", "classify", "rebuild")
 

@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from fault_integrity import check
-from fault_setup import Scene, WriterPool
 from mcp import Client
+
+from support.fault_integrity import check
+from support.fault_setup import Scene, WriterPool
 
 IN_FLIGHT = 200
 MCP_CLIENTS = 10

@@ -10,9 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fault_integrity import check
-from fault_setup import SEED, Scene, WriterPool
 
+from support.fault_integrity import check
+from support.fault_setup import SEED, Scene, WriterPool
 from toolscout.errors import IngestError
 from toolscout.ingest.jsonfile import load_catalog
 

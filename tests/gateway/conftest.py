@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from upstreams import git_spec, make_repo, time_spec, upstream_spec
 
+from support.upstreams import git_spec, make_repo, time_spec, upstream_spec
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.ingest.mcp import McpSource

@@ -10,8 +10,8 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp import Client
-from upstreams import time_spec, upstream_spec
 
+from support.upstreams import time_spec, upstream_spec
 from toolscout.api.mcp_gateway import create_gateway_server
 from toolscout.engine import Engine
 from toolscout.gateway import Gateway, Policy

@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 import anyio
 import mcp_types as types
 import pytest
-from upstreams import UPSTREAM, upstream_spec
 
+from support.upstreams import UPSTREAM, upstream_spec
 from toolscout.engine import Engine
 from toolscout.errors import CallDenied, InvalidArguments, UpstreamError
 from toolscout.gateway import AuditLog, Gateway, Limits, Policy
@@ -286,10 +286,10 @@ def test_progress_is_relayed_to_the_caller(gw_engine: Engine) -> None:
     gateway = Gateway(gw_engine, [upstream_spec()])
     seen: list[tuple[float, float | None, str | None]] = []
 
-    async def progress(done: float, total: float | None, message: str | None) -> None:
-        seen.append((done, total, message))
+    async def report(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
 
-    result = run(gateway, lambda g: g.call("up::count", {"steps": 3}, progress=progress))
+    result = run(gateway, lambda g: g.call("up::count", {"steps": 3}, progress=report))
     assert text(result) == "counted to 3"
     assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
 
@@ -352,12 +352,12 @@ def test_calls_reach_an_upstream_over_streamable_http(
     gateway = Gateway(gw_engine, [spec])
     seen: list[float] = []
 
-    async def progress(done: float, total: float | None, message: str | None) -> None:
-        seen.append(done)
+    async def report(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(progress)
 
     async def body(g: Gateway) -> tuple[types.CallToolResult, types.CallToolResult]:
         return await g.call("up::add", {"a": 1, "b": 1}), await g.call(
-            "up::count", {"steps": 2}, progress=progress
+            "up::count", {"steps": 2}, progress=report
         )
 
     added, counted = run(gateway, body)

@@ -13,9 +13,9 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp import Client
-from upstreams import git_spec, time_spec, upstream_spec
 
 from support.tokens import cl100k
+from support.upstreams import git_spec, time_spec, upstream_spec
 from toolscout.api.mcp_gateway import create_gateway_server
 from toolscout.engine import Engine
 from toolscout.gateway import Gateway
@@ -57,7 +57,9 @@ def test_the_list_stays_within_its_budget_and_below_the_direct_lists(
     specs = [upstream_spec(), time_spec(), git_spec(repo)]
     gateway = Gateway(gw_engine, specs)
     start, after = _lists(gateway, gw_engine)
-    count = lambda value: len(encoding.encode(json.dumps(value)))  # noqa: E731
+
+    def count(value: object) -> int:
+        return len(encoding.encode(json.dumps(value)))
 
     assert [t["name"] for t in start] == ["search_tools", "get_tool_schemas", "call_tool"]
     assert not any("outputSchema" in t for t in start)

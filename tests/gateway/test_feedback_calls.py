@@ -8,8 +8,8 @@ from typing import Any
 
 import anyio
 from mcp import Client
-from upstreams import upstream_spec
 
+from support.upstreams import upstream_spec
 from toolscout.api.mcp_gateway import create_gateway_server
 from toolscout.config import Settings
 from toolscout.engine import Engine

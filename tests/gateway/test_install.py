@@ -11,8 +11,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-from upstreams import BIN, time_spec
 
+from support.upstreams import BIN, time_spec
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.errors import ConfigError

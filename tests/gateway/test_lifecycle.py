@@ -20,8 +20,8 @@ import anyio
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from upstreams import BIN, UPSTREAM
 
+from support.upstreams import BIN, UPSTREAM
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.errors import UpstreamError

@@ -17,8 +17,8 @@ import anyio
 import mcp_types as types
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from upstreams import BIN, upstream_spec
 
+from support.upstreams import BIN, upstream_spec
 from toolscout.api.mcp_gateway import create_gateway_server
 from toolscout.config import Settings
 from toolscout.engine import Engine

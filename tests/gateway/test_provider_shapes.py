@@ -140,7 +140,7 @@ def test_rest_format_answers_with_sdk_valid_tool_definitions(
     app = create_app(gw_engine, gateway_settings)
     # A loopback Host, as a real local client sends (the Host allow-list refuses "testserver").
     with TestClient(app, client=("127.0.0.1", 5000), base_url="http://localhost") as c:
-        params = {"query": "what time is it in Tokyo", "limit": 3}
+        params: dict[str, str | int] = {"query": "what time is it in Tokyo", "limit": 3}
         plain = c.get("/api/v1/search", params=params).json()
         anthropic = c.get("/api/v1/search", params=params | {"format": "anthropic"}).json()
         chat = c.post("/api/v1/search?format=openai", json=params | {"strategy": "direct"})

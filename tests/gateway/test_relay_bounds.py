@@ -9,8 +9,8 @@ import time
 import anyio
 import mcp_types as types
 import pytest
-from upstreams import upstream_spec
 
+from support.upstreams import upstream_spec
 from toolscout.engine import Engine
 from toolscout.errors import UpstreamError
 from toolscout.gateway import Gateway, Limits

@@ -1,4 +1,4 @@
-"""Fixtures for the ingest tests: real MCP servers (see ``mcp_test_servers``)."""
+"""Fixtures for the ingest tests: real MCP servers (see ``support.mcp_test_servers``)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from mcp_test_servers import SERVER_SCRIPT, Catalog
 
+from support.mcp_test_servers import SERVER_SCRIPT, Catalog
 from toolscout.ingest.mcpconfig import ServerSpec
 
 

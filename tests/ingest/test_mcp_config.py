@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from toolscout.config import Settings
+from toolscout.config import McpServerConfig, Settings
 from toolscout.errors import IngestError
 from toolscout.ingest.mcpconfig import read_mcp_config
 from toolscout.sync.sync import resolve_sources
@@ -115,7 +115,10 @@ def test_settings_supply_sources_when_no_arguments_are_given(tmp_path: Path) -> 
     settings = Settings(
         db=str(tmp_path / "x.db"),
         mcp_configs=[str(cfg)],
-        mcp_servers={"web": {"url": "http://127.0.0.1:1/mcp"}, "files": {"command": "dup"}},
+        mcp_servers={
+            "web": McpServerConfig(url="http://127.0.0.1:1/mcp"),
+            "files": McpServerConfig(command="dup"),
+        },
         tools_dirs=[str(tmp_path)],
         catalogs=[str(tmp_path / "c.json")],
     )

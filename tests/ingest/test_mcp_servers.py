@@ -8,8 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from mcp_test_servers import CRASH_SCRIPT, HANG_SCRIPT, Catalog, script_spec, tool
 
+from support.mcp_test_servers import CRASH_SCRIPT, HANG_SCRIPT, Catalog, script_spec, tool
 from toolscout.engine import Engine
 from toolscout.errors import IngestError
 from toolscout.ingest.mcp import McpSource

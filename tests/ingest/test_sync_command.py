@@ -12,9 +12,9 @@ import threading
 from pathlib import Path
 
 import pytest
-from mcp_test_servers import CRASH_SCRIPT, Catalog, tool
 from typer.testing import CliRunner
 
+from support.mcp_test_servers import CRASH_SCRIPT, Catalog, tool
 from toolscout.cli import _register, app
 
 RUN_CLI = "import sys; from toolscout.cli import main; sys.argv[0] = 'toolscout'; main()"

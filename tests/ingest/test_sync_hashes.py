@@ -14,8 +14,8 @@ from pathlib import Path
 
 import sqlean
 import sqlite_vec
-from mcp_test_servers import Catalog, tool
 
+from support.mcp_test_servers import Catalog, tool
 from toolscout.config import Settings
 from toolscout.embed.base import Embedder, Vectors
 from toolscout.engine import Engine

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_test_servers import Catalog, tool
 from typer.testing import CliRunner
 
+from support.mcp_test_servers import Catalog, tool
 from toolscout.cli import _register, app
 from toolscout.engine import Engine
 from toolscout.ingest.jsonfile import CatalogFile

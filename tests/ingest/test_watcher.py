@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from mcp_test_servers import Catalog, tool
 
+from support.mcp_test_servers import Catalog, tool
 from toolscout.engine import Engine
 from toolscout.ingest.mcpconfig import ServerSpec
 from toolscout.sync.sync import SourceSet, SourceSummary, catalog_source

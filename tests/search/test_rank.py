@@ -16,8 +16,7 @@ from toolscout.engine import Engine
 from toolscout.errors import ConfigError
 from toolscout.eval.run import load_queries
 from toolscout.ingest.jsonfile import CatalogFile
-from toolscout.ingest.sources import Loaded
-from toolscout.models import Scored, Tool
+from toolscout.models import Loaded, Scored, Tool
 from toolscout.search.rank import (
     FEATURES,
     META_FILE,

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from skills_catalog import build
 
+from support.skills_catalog import build
 from toolscout.config import Settings
 from toolscout.engine import Engine
 

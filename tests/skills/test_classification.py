@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from skills_catalog import CATALOG
 
+from support.skills_catalog import CATALOG
 from toolscout.engine import Engine
 from toolscout.models import ClassifyProgress, Loaded, Tool, ToolHit
 from toolscout.skills.centroid import weighted_centroid

@@ -7,8 +7,8 @@ import math
 from functools import partial
 
 import pytest
-from skills_catalog import CATALOG, build
 
+from support.skills_catalog import CATALOG, build
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.errors import EmptyQuery, QueryError
@@ -252,7 +252,7 @@ def test_item_type_filter_applies_in_stage_two(skills_engine: Engine) -> None:
     assert [h.tool.id for h in res.tools] == ["docs::weather_glossary"] or res.tools == []
     assert all(h.tool.item_type is ItemType.RESOURCE for h in res.tools)
     direct = skills_engine.find(
-        hierarchical("weather terms", item_type="resource", strategy="direct")  # type: ignore[arg-type]
+        hierarchical("weather terms", item_type="resource", strategy="direct")
     )
     assert [h.tool.id for h in direct.tools] == ["docs::weather_glossary"]
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
-from skills_catalog import CATALOG
 
 from support.openai_double import OpenAIDouble, good, hang, malformed, status
+from support.skills_catalog import CATALOG
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.enrich.llm import OpenAICompatibleLLM, open_llm

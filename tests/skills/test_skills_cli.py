@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -16,11 +17,11 @@ _register()
 runner = CliRunner()
 
 
-def run(*args: str) -> dict[str, object] | list[object]:
+def run(*args: str) -> Any:
+    """The command's JSON output, parsed (a test narrows it where it reads it)."""
     result = runner.invoke(app, list(args), catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    data: dict[str, object] | list[object] = json.loads(result.output)
-    return data
+    return json.loads(result.output)
 
 
 @pytest.fixture
@@ -36,11 +37,11 @@ def test_find_prints_the_contract_result_as_json(db: str) -> None:
     tools = out["tools"]
     assert isinstance(tools, list) and tools[0]["id"] == "gmail::send_email"
     assert tools[0]["primary_skill_id"] == "email" and tools[0]["input_schema"]["type"] == "object"
-    assert out["matched_skills"][0]["id"] == "email"  # type: ignore[index]
-    assert out["metadata"]["strategy_used"] == "hierarchical"  # type: ignore[index]
+    assert out["matched_skills"][0]["id"] == "email"
+    assert out["metadata"]["strategy_used"] == "hierarchical"
     only = run("find", "weather terms", "--db", db, "--item-type", "resource", "--json",
                "--strategy", "direct")  # fmt: skip
-    assert [t["id"] for t in only["tools"]] == ["docs::weather_glossary"]  # type: ignore[call-overload,index]
+    assert [t["id"] for t in only["tools"]] == ["docs::weather_glossary"]
 
 
 def test_skill_commands_create_update_deactivate_and_list(db: str, tmp_path: Path) -> None:
@@ -49,7 +50,7 @@ def test_skill_commands_create_update_deactivate_and_list(db: str, tmp_path: Pat
     assert isinstance(updated, dict) and updated["description"] == "Vets."
     runner.invoke(app, ["skills", "deactivate", "pet_care", "--db", db], catch_exceptions=False)
     listed = run("skills", "list", "--active", "--json", "--db", db)
-    assert "pet_care" not in {row["id"] for row in listed}  # type: ignore[index]
+    assert "pet_care" not in {row["id"] for row in listed}
     path = tmp_path / "skills.json"
     runner.invoke(app, ["skills", "export", str(path), "--db", db], catch_exceptions=False)
     exported = json.loads(path.read_text(encoding="utf-8"))["skills"]

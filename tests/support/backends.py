@@ -1,4 +1,5 @@
-"""Stores of every backend for the contract suite: a bound store by kind, and URL helpers."""
+"""Stores of every backend for the contract suite: a bound store by kind, entries to fill it
+(8-dimensional unit vectors, matching ``IDENTITY``), and URL helpers."""
 
 from __future__ import annotations
 
@@ -7,11 +8,47 @@ import uuid
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from toolscout.store.base import IndexIdentity, Store
+import numpy as np
+from numpy.typing import NDArray
+
+from toolscout.models import ItemType, Tool
+from toolscout.store.base import LEXICAL_FIELDS, IndexEntry, IndexIdentity, Store
 from toolscout.store.postgres import PostgresStore
 from toolscout.store.sqlite import SQLiteStore
 
 IDENTITY = IndexIdentity("test-embedder", 8, "a2")
+
+
+def unit(*values: float) -> NDArray[np.float32]:
+    v = np.zeros(8, dtype=np.float32)
+    v[: len(values)] = values
+    return v / np.linalg.norm(v)
+
+
+def entry(
+    tool_id: str,
+    words: str,
+    vector: NDArray[np.float32],
+    *,
+    server: str = "files",
+    item_type: ItemType = ItemType.TOOL,
+    description: str = "",
+) -> IndexEntry:
+    tool = Tool(
+        id=tool_id,
+        name=tool_id.split("::")[-1],
+        description=description or words,
+        input_schema={"type": "object", "properties": {"path": {"type": "string"}}},
+        annotations={"readOnlyHint": True},
+        item_type=item_type,
+        server=server,
+        source=f"src-{server}",
+        category="cat",
+    )
+    fields = {f: "" for f in LEXICAL_FIELDS}
+    fields["name"] = tool.name.replace("_", " ")
+    fields["description"] = words
+    return IndexEntry(tool, fields, vector, text_hash="h-" + words)
 
 
 def with_options(url: str, **options: object) -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fault_integrity import Snapshot
+from support.fault_integrity import Snapshot
 
 SEED = int(os.environ.get("TOOLSCOUT_FAULT_SEED", "1515"))
 KILLS = max(20, int(os.environ.get("TOOLSCOUT_FAULT_KILLS", "20")))

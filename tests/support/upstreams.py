@@ -53,7 +53,10 @@ def make_repo(path: Path) -> Path:
         "GIT_COMMITTER_EMAIL": "t@example.org",
         "HOME": str(path),
     }
-    run = lambda *a: subprocess.run(["git", *a], cwd=path, env=env, check=True, capture_output=True)  # noqa: E731
+
+    def run(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=path, env=env, check=True, capture_output=True)
+
     run("init", "-q", "-b", "main")
     (path / "README.md").write_text("hello\n", encoding="utf-8")
     run("add", "README.md")
