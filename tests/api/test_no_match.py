@@ -17,7 +17,8 @@ from toolscout.cli import _register, app
 from toolscout.engine import Engine
 from toolscout.models import SearchRequest
 
-NONSENSE = "xyzzy plugh"
+#: A request no tool of the starter catalog serves, flagged by the packaged calibration.
+NONSENSE = "what is the meaning of life"
 ANSWERABLE = "send an email to a colleague"
 SEARCH = "/api/v1/search"
 

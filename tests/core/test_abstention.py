@@ -58,6 +58,11 @@ def _flagged(engine: Engine, text: str) -> bool:
     return engine.searcher.no_match(engine.searcher.search(text, limit=5))
 
 
+#: A request no tool of the built-in catalog serves, flagged by the packaged calibration
+#: (``P(answerable)`` 0.05 against a threshold of 0.082).
+UNSERVED = "what is the meaning of life"
+
+
 def _top(engine: Engine, text: str) -> float:
     hits = engine.search(text, limit=1).hits
     return hits[0].score if hits else 0.0
@@ -91,10 +96,12 @@ def test_few_answerable_requests_are_flagged(builtin: Engine) -> None:
 
 
 @pytest.mark.slow
-def test_most_requests_no_tool_serves_are_flagged(builtin: Engine) -> None:
+def test_a_share_of_requests_no_tool_serves_are_flagged(builtin: Engine) -> None:
+    """Precision first: the threshold flags at most 5 % of every answerable dev set, and then
+    catches what it can of the requests no tool serves."""
     rows = _rows("no_match")
     flagged = sum(_flagged(builtin, r["query"]) for r in rows) / len(rows)
-    assert flagged >= 0.55  # measured 0.69 over this catalog
+    assert flagged >= 0.20  # measured 0.28 over this catalog
 
 
 @pytest.mark.slow
@@ -165,7 +172,7 @@ def test_a_calibration_fitted_for_another_model_is_reported_and_never_flags(
     result = hierarchical.find(SearchRequest("zzzz qqqq", strategy="direct"))
     assert result.metadata["calibration"] == searcher.calibration_status
     assert result.tools and not result.no_match
-    assert builtin.find(SearchRequest("xyzzy plugh", strategy="direct")).no_match
+    assert builtin.find(SearchRequest(UNSERVED, strategy="direct")).no_match
 
 
 def test_the_packaged_calibration_is_fitted_for_the_default_model(builtin: Engine) -> None:
