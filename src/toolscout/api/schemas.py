@@ -25,12 +25,16 @@ from toolscout.models import (
 from toolscout.models import SearchRequest as CoreRequest
 
 SKILL_ID_PATTERN = r"^[a-z][a-z0-9_]*$"
+#: One character that no regex engine or ``str.isspace`` calls white space: ECMA's and Rust's
+#: ``\s`` leave out the separators U+001C-U+001F and U+0085 that Python strips, and ECMA counts
+#: the byte-order mark as a space.
+_VISIBLE = r"[^\s\u001c-\u001f\u0085\ufeff]"
 #: A query must hold a character that is not white space. Documented, not checked here: the
 #: engine refuses a blank query with 400 ``empty_query`` at every door, and REST keeps that
 #: answer rather than pydantic's 422.
-QUERY_SCHEMA: dict[str, Any] = {"minLength": 1, "pattern": r"\S"}
+QUERY_SCHEMA: dict[str, Any] = {"minLength": 1, "pattern": _VISIBLE}
 #: Names and reasons must hold more than white space (the catalog refuses blank ones, 422).
-NOT_BLANK: dict[str, Any] = {"pattern": r"\S"}
+NOT_BLANK: dict[str, Any] = {"pattern": _VISIBLE}
 Strategy = Literal["hierarchical", "direct", "hybrid"]
 
 

@@ -72,7 +72,9 @@ def check_query(query: str) -> str:
     if not isinstance(query, str):
         raise QueryError("query", "must be a string")
     text = query.strip()
-    if not text:
+    # A byte-order mark is blank to JSON Schema's ``\s`` though not to str.strip: the OpenAPI
+    # document's pattern and this check must agree on what a blank query is.
+    if not text or all(c == "\ufeff" or c.isspace() for c in text):
         raise EmptyQuery()
     if len(query) > MAX_QUERY_CHARS:
         raise QueryError(
