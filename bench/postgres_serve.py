@@ -8,7 +8,9 @@ and in a SQLite file, then for each store starts ``toolscout serve --workers 2``
 number of connections, rotating over 200 shared-set queries. Each worker keeps a query-vector
 cache, so after the first pass the figure is the search itself, not the embedding model; the
 result cache is off (it would answer every request after the warm-up without the store).
-Results print as Markdown and land in bench/out/postgres_serve.json.
+Beside throughput and latency it reports CPU per answered request: of the toolscout server
+processes, and of the PostgreSQL server (every backend), read from ``/proc`` around the timed
+run. Results print as Markdown and land in bench/out/postgres_serve.json.
 """
 
 from __future__ import annotations
@@ -70,7 +72,33 @@ def wait_healthy(port: int, timeout: float = 120.0) -> None:
     raise RuntimeError(f"server on port {port} not healthy after {timeout} s")
 
 
-def drive(db: str, paths: list[str], args: argparse.Namespace, workdir: Path) -> dict[str, str]:
+def family_cpu_s(root: int) -> float:
+    """CPU seconds (user + system) used so far by ``root`` and every process below it."""
+    parents: dict[int, int] = {}
+    ticks: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the process ended while we looked
+        pid = int(stat.parent.name)
+        parents[pid] = int(fields[1])
+        ticks[pid] = int(fields[11]) + int(fields[12])
+    family = {root}
+    for _ in range(4):
+        family |= {p for p, pp in parents.items() if pp in family}
+    return sum(ticks.get(p, 0) for p in family) / os.sysconf("SC_CLK_TCK")
+
+
+def postmaster(workdir: Path) -> int | None:
+    """The embedded PostgreSQL server's process id (first line of its pid file)."""
+    pid_file = workdir / "pgdata" / "postmaster.pid"
+    return int(pid_file.read_text().split()[0]) if pid_file.exists() else None
+
+
+def drive(
+    db: str, paths: list[str], args: argparse.Namespace, workdir: Path, pg_pid: int | None
+) -> dict[str, str]:
     port = free_port()
     # The result cache is off: with it, every request after the warm-up would be a cache hit
     # and the figure would not touch the store.
@@ -90,6 +118,7 @@ def drive(db: str, paths: list[str], args: argparse.Namespace, workdir: Path) ->
         warm = ["wrk", "-t2", "-c8", f"-d{args.warmup_seconds}s", "-s", str(script), base]
         subprocess.run(warm, check=True, capture_output=True, timeout=120)
         run = ["wrk", "-t2", f"-c{args.connections}", f"-d{args.seconds}s", "--timeout", "10s"]
+        cpu0 = family_cpu_s(server.pid), family_cpu_s(pg_pid) if pg_pid else 0.0
         out = subprocess.run(
             [*run, "--latency", "-s", str(script), base],
             check=True,
@@ -97,6 +126,7 @@ def drive(db: str, paths: list[str], args: argparse.Namespace, workdir: Path) ->
             text=True,
             timeout=args.seconds + 120,
         ).stdout
+        cpu = family_cpu_s(server.pid) - cpu0[0], (family_cpu_s(pg_pid) - cpu0[1]) if pg_pid else 0
     finally:
         server.terminate()
         server.wait(timeout=60)
@@ -106,7 +136,12 @@ def drive(db: str, paths: list[str], args: argparse.Namespace, workdir: Path) ->
         "p99": re.search(r"99%\s+(\S+)", out),
         "errors": re.search(r"Non-2xx or 3xx responses: (\d+)", out),
     }
-    return {k: (m.group(1) if m else "0") for k, m in found.items()}
+    answers = re.search(r"(\d+) requests in", out)
+    served = max(1, int(answers.group(1)) if answers else 0)
+    row = {k: (m.group(1) if m else "0") for k, m in found.items()}
+    row["server_cpu_ms_per_req"] = f"{1000 * cpu[0] / served:.2f}"
+    row["postgres_cpu_ms_per_req"] = f"{1000 * cpu[1] / served:.2f}"
+    return row
 
 
 def main() -> int:
@@ -135,18 +170,21 @@ def main() -> int:
         store.close()
     paths = [f"/api/v1/search?limit=10&query={quote(q)}" for q in sample_queries(200)]
     results = {
-        name: drive(db, paths, args, workdir)
+        name: drive(db, paths, args, workdir, postmaster(workdir) if name == "postgres" else None)
         for name, db in (("sqlite", lite), ("postgres", pg_url))
     }
     out = args.out or Path(__file__).parent / "out" / "postgres_serve.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     report = {"args": vars(args), "results": results}
     out.write_text(json.dumps(report, indent=2, default=str), "utf-8")
-    print("| store | workers | connections | req/s | p50 | p99 | non-2xx |")
-    print("|---|---|---|---|---|---|---|")
+    print("| store | workers | connections | req/s | p50 | p99 | non-2xx | CPU ms/req: toolscout |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, r in results.items():
+        cpu = r["server_cpu_ms_per_req"]
+        if name == "postgres":
+            cpu += f" (+ PostgreSQL {r['postgres_cpu_ms_per_req']})"
         cells = [name, "2", str(args.connections), r["req_per_s"], r["p50"], r["p99"], r["errors"]]
-        print("| " + " | ".join(cells) + " |")
+        print("| " + " | ".join([*cells, cpu]) + " |")
     for path in workdir.glob("*.db*"):  # the SQLite files are large; the server cleans up
         path.unlink()
     return 0

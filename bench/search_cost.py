@@ -4,17 +4,19 @@
 
 Indexes the built-in starter catalog (129 tools, 40 skills) into a SQLite file and into an
 embedded PostgreSQL, then runs ``--queries`` distinct short requests per strategy (``direct``,
-``hierarchical``) through ``Engine.find`` and through REST (``POST /api/v1/search`` on the app
-``toolscout serve`` runs, in process), after a warm-up pass of other requests, with the default
-settings (result cache, feedback memory and offline enrichment on). Every request is new to the
-result cache, so each one is a full search.
+``hierarchical``, ``hybrid``) through ``Engine.find`` and through REST (``POST
+/api/v1/search`` on the app ``toolscout serve`` runs, in process), after a warm-up pass of
+other requests, with the default settings (result cache, feedback memory and offline
+enrichment on). Every request is new to the result cache, so each one is a full search.
 
 It counts the statements the store sends, deterministically: on SQLite every statement the
 connection runs (its trace callback), on PostgreSQL every ``execute`` and every transaction's
 BEGIN and COMMIT, each a round trip to the server. Figures are means per search with their
-range; ``--by-statement`` lists the statements of one search. Only the public API is used, so
-the same script measures any commit of the project (the before / after figures in
-docs/BENCHMARKS.md were taken by running it on both).
+range; ``--by-statement`` lists the statements of one search. Beside them it reports the
+process's CPU time per search (all its threads): a timing, so read it only from a quiet
+machine, and the statement counts from any. Only the public API is used, so the same script
+measures any commit of the project (the before / after figures in docs/BENCHMARKS.md were
+taken by running it on both).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import argparse
 import json
 import sys
 import tempfile
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -146,18 +149,21 @@ def run_store(name: str, url: str, tally: Tally, queries: int, detail: bool) -> 
             "Engine.find": lambda q, s: engine.find(SearchRequest(q, strategy=s, limit=5)),
             "REST POST": lambda q, s: answer(client.post("/api/v1/search", json=body(q, s))),
         }
-        for strategy in ("direct", "hierarchical"):
+        for strategy in ("direct", "hierarchical", "hybrid"):
             for door, search in doors.items():
                 for q in REQUESTS[:WARMUP]:  # warm every per-process cache of this door
                     search(f"{q} ({door})", strategy)
                 per: list[int] = []
                 one: Counter[str] = Counter()
+                cpu = time.process_time()
                 for q in counted:
                     with tally.counting() as seen:
                         search(f"{q} ({door}, {strategy})", strategy)
                     per.append(sum(seen.values()))
                     one = one or Counter(seen)
+                cpu_ms = (time.process_time() - cpu) * 1000 / len(counted)
                 row = {"mean": sum(per) / len(per), "min": min(per), "max": max(per)}
+                row["cpu_ms"] = round(cpu_ms, 2)
                 if detail:
                     row["statements"] = dict(one.most_common())
                 out[f"{strategy} via {door}"] = row
@@ -189,13 +195,14 @@ def main() -> int:
     out = args.out or Path(__file__).parent / "out" / "search_cost.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"queries": queries, "results": results}, indent=2), "utf-8")
-    print("| store | search | statements per search, mean (min-max) |")
-    print("|---|---|---|")
+    print("| store | search | statements per search, mean (min-max) | CPU ms per search |")
+    print("|---|---|---|---|")
     for r in results:
         for search, row in r["searches"].items():
-            print(f"| {r['store']} | {search} | {row['mean']:.1f} ({row['min']}-{row['max']}) |")
+            counts = f"{row['mean']:.1f} ({row['min']}-{row['max']})"
+            print(f"| {r['store']} | {search} | {counts} | {row['cpu_ms']} |")
             for sql, n in row.get("statements", {}).items():
-                print(f"|  |  | {n} x `{sql}` |")
+                print(f"|  |  | {n} x `{sql}` |  |")
     return 0
 
 

@@ -48,8 +48,8 @@ from toolscout.models import (
 from toolscout.search.config import SearchConfig
 from toolscout.search.explain import Explanation, explain
 from toolscout.search.hybrid import HybridSearcher
-from toolscout.search.request import check_page, parse_item_type
-from toolscout.search.service import SearchService
+from toolscout.search.request import check_page, parse_item_type, parse_mode, parse_strategy
+from toolscout.search.service import Lookup, SearchService
 from toolscout.search.text import ANALYZER_VERSION
 from toolscout.skills.catalog import SkillCatalog
 from toolscout.skills.service import SkillService
@@ -190,14 +190,25 @@ class Engine:
         """
         return self.search_service.find(request)
 
-    def cached_find(self, request: SearchRequest) -> SearchResult | None:
-        """The answer ``find`` would give from the result cache alone, or None (no search
-        runs); a :class:`~toolscout.api.gate.SearchGate` asks this before queueing.
+    def lookup(self, request: SearchRequest) -> Lookup:
+        """The first half of ``find``: the request validated, the index state read and the
+        result cache asked (``Lookup.cached``), no search run. A
+        :class:`~toolscout.api.gate.SearchGate` calls this before queueing, then
+        :meth:`answer` in a slot.
 
         Raises:
-            QueryError: naming the invalid field.
+            QueryError: naming the invalid field. StoreError.
         """
-        return self.search_service.cached_find(request)
+        return self.search_service.lookup(request)
+
+    def answer(self, looked: Lookup) -> SearchResult:
+        """The second half of ``find``: the cached answer, else the search run at the
+        looked-up index state.
+
+        Raises:
+            StoreError, EmbedError.
+        """
+        return self.search_service.answer(looked)
 
     def search(
         self,
@@ -221,11 +232,11 @@ class Engine:
         return self.find(
             SearchRequest(
                 query,
-                strategy=strategy,
-                item_type=item_type,
+                strategy=parse_strategy(strategy),
+                item_type=parse_item_type(item_type) if item_type is not None else None,
                 limit=limit,
                 min_score=min_score,
-                mode=mode,
+                mode=parse_mode(mode),
                 tool_threshold=0.0,
                 include_schemas=include_schemas,
                 servers=tuple(servers) if servers else None,
@@ -265,7 +276,7 @@ class Engine:
         self,
         query: str,
         *,
-        strategy: str = "direct",
+        strategy: Strategy | str = Strategy.DIRECT,
         mode: SearchMode | str = SearchMode.HYBRID,
         limit: int = 5,
         server: str | None = None,

@@ -279,20 +279,21 @@ class SearchRequest:
     at least ``min_score`` in the end; ``mode`` picks the retrieval legs of stage 2;
     ``servers``/``sources``/``tool_ids``/``item_type`` restrict which tools can be returned
     (``tool_ids``: only these tools, e.g. one category of a tool folder); stage 1 keeps
-    up to ``skill_limit`` skills scoring at least ``skill_threshold``. Validated by
-    ``Engine.find`` (a :class:`~toolscout.errors.QueryError` names the bad field).
+    up to ``skill_limit`` skills scoring at least ``skill_threshold``. Validated once by
+    ``Engine.find`` (a :class:`~toolscout.errors.QueryError` names the bad field; names given
+    as text are parsed there), so every stage after it reads typed values.
     """
 
     query: str
-    item_type: ItemType | str | None = None
+    item_type: ItemType | None = None
     limit: int = 5
     skill_limit: int = 3
     skill_threshold: float = 0.4
     tool_threshold: float = 0.0
     include_schemas: bool = False
-    strategy: Strategy | str = Strategy.DIRECT
+    strategy: Strategy = Strategy.DIRECT
     min_score: float = 0.0
-    mode: SearchMode | str = SearchMode.HYBRID
+    mode: SearchMode = SearchMode.HYBRID
     servers: tuple[str, ...] | None = None
     sources: tuple[str, ...] | None = None
     tool_ids: tuple[str, ...] | None = None

@@ -23,7 +23,7 @@ from toolscout.api.mcp import create_mcp_server
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.errors import Overloaded
-from toolscout.models import SearchRequest
+from toolscout.models import SearchRequest, Strategy
 
 REMOTE = ("203.0.113.7", 50000)
 
@@ -184,7 +184,7 @@ def test_a_search_waiting_past_its_deadline_is_shed(api_engine: Engine) -> None:
             while not _slot_taken(gate):
                 await anyio.sleep(0.01)
             with pytest.raises(Overloaded, match=r"within 0\.2 s"):
-                await gate.find(SearchRequest("send an email", strategy="direct"))
+                await gate.find(SearchRequest("send an email", strategy=Strategy.DIRECT))
             release.set()
 
     anyio.run(main)

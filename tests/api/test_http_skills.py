@@ -8,7 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from toolscout.engine import Engine
-from toolscout.models import SearchRequest
+from toolscout.models import SearchRequest, Strategy
 
 EMAIL_QUERY = "send an email to a colleague"
 
@@ -26,7 +26,7 @@ def test_hierarchical_search_answers_the_contract(client: TestClient, api_engine
     assert r.status_code == 200
     body = r.json()
     expected = api_engine.find(
-        SearchRequest(EMAIL_QUERY, include_schemas=True, strategy="hierarchical")
+        SearchRequest(EMAIL_QUERY, include_schemas=True, strategy=Strategy.HIERARCHICAL)
     )
     assert [t["id"] for t in body["tools"]] == [h.tool.id for h in expected.tools]
     assert [s["id"] for s in body["matched_skills"]] == [

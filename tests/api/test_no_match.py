@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from toolscout.api.mcp import create_mcp_server
 from toolscout.cli import _register, app
 from toolscout.engine import Engine
-from toolscout.models import SearchRequest
+from toolscout.models import SearchRequest, Strategy
 
 #: A request no tool of the starter catalog serves, flagged by the packaged calibration.
 NONSENSE = "what is the meaning of life"
@@ -24,11 +24,11 @@ SEARCH = "/api/v1/search"
 
 
 def test_nonsense_is_no_match_with_a_low_score_from_python(api_engine: Engine) -> None:
-    result = api_engine.find(SearchRequest(NONSENSE, strategy="direct"))
+    result = api_engine.find(SearchRequest(NONSENSE, strategy=Strategy.DIRECT))
     assert result.no_match
     assert all(h.score < 0.5 for h in result.tools)
     assert result.metadata["calibration"] == "fitted"
-    answer = api_engine.find(SearchRequest(ANSWERABLE, strategy="direct"))
+    answer = api_engine.find(SearchRequest(ANSWERABLE, strategy=Strategy.DIRECT))
     assert not answer.no_match
     assert answer.tools[0].score > max((h.score for h in result.tools), default=0.0)
 
@@ -36,12 +36,14 @@ def test_nonsense_is_no_match_with_a_low_score_from_python(api_engine: Engine) -
 def test_min_score_drops_tools_below_it_and_an_empty_answer_is_no_match(
     api_engine: Engine,
 ) -> None:
-    full = api_engine.find(SearchRequest(ANSWERABLE, strategy="direct", limit=10))
+    full = api_engine.find(SearchRequest(ANSWERABLE, strategy=Strategy.DIRECT, limit=10))
     cut = full.tools[2].score
-    kept = api_engine.find(SearchRequest(ANSWERABLE, strategy="direct", limit=10, min_score=cut))
+    kept = api_engine.find(
+        SearchRequest(ANSWERABLE, strategy=Strategy.DIRECT, limit=10, min_score=cut)
+    )
     assert kept.tools and all(h.score >= cut for h in kept.tools)
     assert [h.tool.id for h in kept.tools] == [h.tool.id for h in full.tools if h.score >= cut]
-    none = api_engine.find(SearchRequest(ANSWERABLE, strategy="direct", min_score=1.0))
+    none = api_engine.find(SearchRequest(ANSWERABLE, strategy=Strategy.DIRECT, min_score=1.0))
     assert none.tools == [] and none.no_match
 
 

@@ -56,6 +56,8 @@ CASES: dict[str, tuple[list[str], str]] = {
                           r"identical_top10_sets"),
     "qdrant_latency": (["qdrant.py", "latency", "--sizes", "250", "--queries", "3",
                         "--out", "{out}/q.json"], r'"load_s"'),
+    "search_cost": (["search_cost.py", "--queries", "2", "--out", "{out}/cost.json"],
+                    r"\| postgres \| hierarchical via REST POST \| [\d.]+ \("),
     "http_load": (["http_load.py", "--db", "{db}", "--duration", "1", "--connections", "1",
                    "--queries", "20", "--query-set", "short", "--out", "{out}/http.json"],
                   r'"route": "POST /api/v1/search"'),

@@ -22,7 +22,7 @@ from support.shared_bench import shared_set
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.ingest.jsonfile import CatalogFile
-from toolscout.models import SearchRequest
+from toolscout.models import SearchRequest, Strategy
 
 pytestmark = pytest.mark.postgres
 TIE = 1e-5
@@ -127,7 +127,7 @@ def test_every_store_agrees_on_hierarchical_search(
     assert counts == engines["qdrant"].store.skill_tool_counts()
     found = 0
     for query in sample[1]:
-        request = SearchRequest(query, limit=10, strategy=strategy)
+        request = SearchRequest(query, limit=10, strategy=Strategy(strategy))
         runs = [
             [(h.tool.id, h.score) for h in e.find(request).tools]
             for e in (engines["sqlite"], engines["postgres"], engines["qdrant"])

@@ -22,7 +22,7 @@ from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.eval.metrics import complete_at
 from toolscout.ingest.jsonfile import CatalogFile
-from toolscout.models import SearchMode, SearchRequest
+from toolscout.models import SearchMode, SearchRequest, Strategy
 from toolscout.search.calibration import embedder_identity, load_calibration
 from toolscout.search.hierarchical import HierarchicalSearcher
 from toolscout.search.hybrid import HybridSearcher
@@ -142,7 +142,9 @@ def test_multi_intent_requests_get_every_tool_they_need(builtin: Engine, strateg
     rows = [r for r in _rows("multi_intent") if r["group"] == "builtin"]
     complete = []
     for r in rows:
-        request = SearchRequest(r["query"], limit=5, tool_threshold=0.0, strategy=strategy)
+        request = SearchRequest(
+            r["query"], limit=5, tool_threshold=0.0, strategy=Strategy(strategy)
+        )
         got = [h.tool.id for h in builtin.find(request).tools]
         complete.append(complete_at(got, set(r["gold"]), 5))
     assert sum(complete) / len(complete) >= 0.75  # measured 0.85-0.9
@@ -169,10 +171,11 @@ def test_a_calibration_fitted_for_another_model_is_reported_and_never_flags(
     searcher = HybridSearcher(builtin.store, builtin.embedder, calibration=other)
     assert searcher.calibration_status.startswith("approximate: fitted for some-other-model")
     hierarchical = HierarchicalSearcher(builtin.store, searcher)
-    result = hierarchical.find(SearchRequest("zzzz qqqq", strategy="direct"))
+    request = SearchRequest("zzzz qqqq", strategy=Strategy.DIRECT)
+    result = hierarchical.run(request, builtin.store.state())
     assert result.metadata["calibration"] == searcher.calibration_status
     assert result.tools and not result.no_match
-    assert builtin.find(SearchRequest(UNSERVED, strategy="direct")).no_match
+    assert builtin.find(SearchRequest(UNSERVED, strategy=Strategy.DIRECT)).no_match
 
 
 def test_the_packaged_calibration_is_fitted_for_the_default_model(builtin: Engine) -> None:

@@ -12,7 +12,7 @@ from toolscout.api.gate import SearchGate
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.ingest.jsonfile import CatalogFile
-from toolscout.models import SearchRequest
+from toolscout.models import SearchRequest, Strategy
 
 TOOLS = [
     {"name": "send_email", "server": "mail", "description": "Send an email message."},
@@ -42,15 +42,16 @@ def test_hierarchical_results_are_cached_by_the_whole_request(
     engine: Engine, tmp_path: Path
 ) -> None:
     engine.index([CatalogFile(_write(tmp_path / "c.json", TOOLS)).read()])
-    req = SearchRequest(query="weather in Paris", strategy="direct")
+    req = SearchRequest(query="weather in Paris", strategy=Strategy.DIRECT)
     first = engine.find(req)
     again = engine.find(req)
     assert again.metadata["cached"] is True and "cached" not in first.metadata
     assert [t.tool.id for t in again.tools] == [t.tool.id for t in first.tools]
     # Padding whitespace is stripped by validation: the same request.
-    assert engine.find(SearchRequest(query="  weather in Paris ", strategy="direct"))
+    assert engine.find(SearchRequest(query="  weather in Paris ", strategy=Strategy.DIRECT))
     assert (
-        "cached" not in engine.find(SearchRequest("weather in Paris", strategy="hybrid")).metadata
+        "cached"
+        not in engine.find(SearchRequest("weather in Paris", strategy=Strategy.HYBRID)).metadata
     )
 
 
@@ -96,26 +97,28 @@ def test_the_cache_can_be_turned_off(tmp_path: Path, vector_cache: Path) -> None
         eng.close()
 
 
-def test_cached_find_answers_only_from_the_cache_and_never_searches(
+def test_a_lookup_answers_only_from_the_cache_and_counts_one_miss_per_search(
     engine: Engine, tmp_path: Path
 ) -> None:
     catalog = _write(tmp_path / "c.json", TOOLS)
     engine.index([CatalogFile(catalog).read()])
-    req = SearchRequest(query="open a bug report", strategy="direct")
-    assert engine.cached_find(req) is None
+    req = SearchRequest(query="open a bug report", strategy=Strategy.DIRECT)
+    looked = engine.lookup(req)
+    assert looked.cached is None
     assert engine.result_cache_stats() == {"hits": 0, "misses": 1, "entries": 0}
-    found = engine.find(req)
-    cached = engine.cached_find(req)
+    found = engine.answer(looked)  # the search the lookup prepared: no second lookup
+    assert engine.result_cache_stats() == {"hits": 0, "misses": 1, "entries": 1}
+    cached = engine.lookup(req).cached
     assert cached is not None and cached.metadata["cached"] is True
     assert [t.tool.id for t in cached.tools] == [t.tool.id for t in found.tools]
     engine.index([CatalogFile(_write(catalog, [*TOOLS, NEW])).read()])
-    assert engine.cached_find(req) is None  # a write drops it here too
+    assert engine.lookup(req).cached is None  # a write drops it here too
 
 
 def test_the_gate_answers_a_repeat_while_every_slot_is_busy(engine: Engine, tmp_path: Path) -> None:
     engine.index([CatalogFile(_write(tmp_path / "c.json", TOOLS)).read()])
     gate = SearchGate(engine, slots=1)
-    req = SearchRequest("open a bug report", strategy="direct")
+    req = SearchRequest("open a bug report", strategy=Strategy.DIRECT)
 
     async def main() -> tuple[list[str], list[str], bool]:
         first = await gate.find(req)

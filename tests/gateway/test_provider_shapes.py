@@ -15,7 +15,7 @@ from pydantic import TypeAdapter
 
 from toolscout.engine import Engine
 from toolscout.formats.names import NameMap, provider_name, tool_id_from_name
-from toolscout.models import SearchRequest, Tool
+from toolscout.models import SearchRequest, Strategy, Tool
 
 PROVIDER_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 IDS = [
@@ -91,7 +91,7 @@ def test_openai_shapes_validate_against_the_sdk_types(gw_engine: Engine) -> None
 
 def test_hierarchical_results_map_skills_to_namespaces(gw_engine: Engine) -> None:
     found = gw_engine.find(
-        SearchRequest("what time is it in Tokyo", limit=3, strategy="hierarchical")
+        SearchRequest("what time is it in Tokyo", limit=3, strategy=Strategy.HIERARCHICAL)
     )
     shaped = found.to_openai(api="responses")
     TypeAdapter(list[NamespaceToolParam]).validate_python(shaped.tools)

@@ -13,7 +13,7 @@ from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.errors import QueryError
 from toolscout.ingest.jsonfile import CatalogFile
-from toolscout.models import SearchMode, SearchRequest
+from toolscout.models import SearchMode, SearchRequest, Strategy
 
 STARTER = Path(str(resources.files("toolscout.data").joinpath("starter_catalog.json")))
 
@@ -28,7 +28,7 @@ def starter(tmp_path_factory: pytest.TempPathFactory, vector_cache: Path) -> Ite
 
 
 def test_direct_hybrid_contributions_add_up_to_each_hits_score(starter: Engine) -> None:
-    found = starter.explain("send an email to a colleague", strategy="direct", limit=8)
+    found = starter.explain("send an email to a colleague", strategy=Strategy.DIRECT, limit=8)
     plain = starter.search("send an email to a colleague", limit=8)
     assert [h.tool.id for h in found.hits] == [h.tool.id for h in plain.hits]
     assert found.lexical_weight + found.vector_weight == pytest.approx(1.0)
@@ -43,7 +43,7 @@ def test_direct_hybrid_contributions_add_up_to_each_hits_score(starter: Engine) 
 
 
 def test_matched_terms_list_query_words_found_in_each_field(starter: Engine) -> None:
-    found = starter.explain("create issue", strategy="direct", mode="bm25", limit=3)
+    found = starter.explain("create issue", strategy=Strategy.DIRECT, mode=SearchMode.BM25, limit=3)
     top = found.hits[0]
     assert top.tool.id == "github::create_issue"
     assert set(top.matched_terms["name"]) == set(found.tokens) & {"creat", "issu"}
@@ -52,7 +52,7 @@ def test_matched_terms_list_query_words_found_in_each_field(starter: Engine) -> 
 
 
 def test_hierarchical_hits_name_the_skills_that_routed_them(starter: Engine) -> None:
-    found = starter.explain("send an email to a colleague", strategy="hierarchical", limit=6)
+    found = starter.explain("send an email to a colleague", strategy=Strategy.HIERARCHICAL, limit=6)
     matched = {m.skill.id for m in found.matched_skills}
     assert "email" in matched
     top = found.hits[0]
@@ -69,9 +69,17 @@ def test_hierarchical_hits_name_the_skills_that_routed_them(starter: Engine) -> 
 def test_every_parameter_reaches_the_search_whatever_the_strategy(
     starter: Engine, strategy: str
 ) -> None:
-    found = starter.explain("create issue", strategy=strategy, mode="bm25", server="github")
+    found = starter.explain(
+        "create issue", strategy=strategy, mode=SearchMode.BM25, server="github"
+    )
     plain = starter.find(
-        SearchRequest("create issue", strategy=strategy, mode="bm25", limit=5, servers=("github",))
+        SearchRequest(
+            "create issue",
+            strategy=Strategy(strategy),
+            mode=SearchMode.BM25,
+            limit=5,
+            servers=("github",),
+        )
     )
     assert found.mode is SearchMode.BM25
     assert found.hits and all(h.tool.server == "github" for h in found.hits)

@@ -12,15 +12,7 @@ from support.skills_catalog import CATALOG, build
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.errors import EmptyQuery, QueryError
-from toolscout.models import (
-    ItemType,
-    Loaded,
-    SearchRequest,
-    Skill,
-    SkillAssignment,
-    Strategy,
-    Tool,
-)
+from toolscout.models import ItemType, Loaded, SearchRequest, Skill, SkillAssignment, Strategy, Tool
 from toolscout.store.base import Classified
 
 STAGES = {
@@ -103,7 +95,7 @@ def test_hierarchical_answers_hold_only_matched_skills_tools_unless_it_falls_bac
 
 
 def test_direct_skips_stage_one(skills_engine: Engine) -> None:
-    res = skills_engine.find(hierarchical("send an email", strategy="direct"))
+    res = skills_engine.find(hierarchical("send an email", strategy=Strategy.DIRECT))
     assert res.matched_skills == []
     assert res.metadata["skill_ids_used"] is None
     assert res.metadata["stage1_skill_count"] == 0
@@ -114,10 +106,16 @@ def test_direct_skips_stage_one(skills_engine: Engine) -> None:
 def test_hybrid_merges_both_strategies(skills_engine: Engine) -> None:
     hier, _ = find(skills_engine, "merge the pull request", limit=10, tool_threshold=0.0)
     direct, _ = find(
-        skills_engine, "merge the pull request", limit=10, tool_threshold=0.0, strategy="direct"
+        skills_engine,
+        "merge the pull request",
+        limit=10,
+        tool_threshold=0.0,
+        strategy=Strategy.DIRECT,
     )
     res = skills_engine.find(
-        hierarchical("merge the pull request", limit=10, tool_threshold=0.0, strategy="hybrid")
+        hierarchical(
+            "merge the pull request", limit=10, tool_threshold=0.0, strategy=Strategy.HYBRID
+        )
     )
     ids = [h.tool.id for h in res.tools]
     assert res.metadata["strategy_used"] == "hybrid"
@@ -156,7 +154,7 @@ def test_index_without_any_skills_falls_back(tmp_path: object, vector_cache: obj
         assert engine.skills.list() == []
         res = engine.find(hierarchical("read the contents of a file"))
         assert res.metadata["skill_ids_used"] is None
-        direct, _ = find(engine, "read the contents of a file", strategy="direct")
+        direct, _ = find(engine, "read the contents of a file", strategy=Strategy.DIRECT)
         assert [h.tool.id for h in res.tools] == direct
         assert "fs::read_file" in direct
         assert all(h.primary_skill_id is None and h.skill_ids == () for h in res.tools)
@@ -237,7 +235,7 @@ def test_tool_with_no_skills_is_found_only_by_direct(
         assert engine.store.assignments([lone.id]) == {}
         hier, meta = find(engine, "send an email message", limit=10, tool_threshold=0.0)
         direct, _ = find(
-            engine, "send an email message", limit=10, tool_threshold=0.0, strategy="direct"
+            engine, "send an email message", limit=10, tool_threshold=0.0, strategy=Strategy.DIRECT
         )
         assert meta["skill_ids_used"] is not None
         assert lone.id in direct and lone.id not in hier
@@ -252,7 +250,7 @@ def test_item_type_filter_applies_in_stage_two(skills_engine: Engine) -> None:
     assert [h.tool.id for h in res.tools] == ["docs::weather_glossary"] or res.tools == []
     assert all(h.tool.item_type is ItemType.RESOURCE for h in res.tools)
     direct = skills_engine.find(
-        hierarchical("weather terms", item_type="resource", strategy="direct")
+        hierarchical("weather terms", item_type=ItemType.RESOURCE, strategy=Strategy.DIRECT)
     )
     assert [h.tool.id for h in direct.tools] == ["docs::weather_glossary"]
 

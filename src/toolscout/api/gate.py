@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable
-from functools import partial
 from typing import Any, TypeVar
 
 import anyio
@@ -31,6 +30,7 @@ import anyio.to_thread
 from toolscout.engine import Engine
 from toolscout.errors import Overloaded
 from toolscout.models import SearchRequest, SearchResult
+from toolscout.search.service import Lookup
 
 T = TypeVar("T")
 CORES = max(1, os.cpu_count() or 1)
@@ -118,19 +118,24 @@ class SearchGate:
         )
 
     async def find(self, request: SearchRequest) -> SearchResult:
-        """``Engine.find``: from the result cache when it holds the answer (the lookup reads the
-        store's data version, so it runs off the event loop), else in a slot.
+        """``Engine.find`` in its two halves: ``Engine.lookup`` (validation, the index state
+        and the result cache; it reads the store, so it runs off the event loop) answers a
+        repeat at once, else ``Engine.answer`` runs the search in a slot at the state the
+        lookup read.
 
         Raises:
             Overloaded: the queue is full, or no slot came free before the deadline.
             QueryError: naming the invalid field; StoreError, EmbedError.
         """
         _, _, lookups = self._limiters()
+        looked: list[Lookup] = []
 
         async def cached() -> SearchResult | None:
-            return await anyio.to_thread.run_sync(self.engine.cached_find, request, limiter=lookups)
+            found = await anyio.to_thread.run_sync(self.engine.lookup, request, limiter=lookups)
+            looked.append(found)
+            return found.cached
 
-        return await self._admitted(partial(self.engine.find, request), first=cached)
+        return await self._admitted(lambda: self.engine.answer(looked[0]), first=cached)
 
     async def run(self, fn: Callable[[], T]) -> T:
         """Run one other search call (a single stage) in a slot.

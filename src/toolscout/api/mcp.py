@@ -35,7 +35,7 @@ from toolscout.api.guard import DEFAULT_MAX_BODY, Guard, GuardConfig, allowed_ho
 from toolscout.api.mcp_server import CompactServer
 from toolscout.engine import Engine
 from toolscout.errors import AccessDenied, EmptyIndex, QueryError, StoreError, ToolscoutError
-from toolscout.models import SearchRequest
+from toolscout.models import ItemType, SearchMode, SearchRequest, Strategy
 
 T = TypeVar("T")
 #: What a ``scope`` may name, in the order it is looked up.
@@ -198,12 +198,12 @@ def create_mcp_server(
             where = await anyio.to_thread.run_sync(scope_filter, engine, scope)
             request: SearchRequest = SearchRequest(
                 query,
-                item_type=item_type,
+                item_type=ItemType(item_type) if item_type is not None else None,
                 limit=limit,
                 tool_threshold=0.0,
-                strategy=strategy,
+                strategy=Strategy(strategy),
                 min_score=min_score,
-                mode=mode,
+                mode=SearchMode(mode),
                 servers=where.servers,
                 sources=where.sources,
                 tool_ids=where.tool_ids,

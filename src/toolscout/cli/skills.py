@@ -18,6 +18,7 @@ from toolscout.cli import app, console, err_console
 from toolscout.cli.options import DbOption, JsonOption, open_engine
 from toolscout.errors import SkillError
 from toolscout.models import ItemType, SearchRequest, SearchResult, Skill, Suggestion
+from toolscout.search.request import parse_strategy
 
 skills_app = typer.Typer(help="Govern the skill catalog, classify tools, review suggestions.")
 suggestions_app = typer.Typer(help="Skills the LLM classifier proposed.")
@@ -289,7 +290,7 @@ def find(
 ) -> None:
     """Hierarchical search: matching skills first, then the tools inside them."""
     request = SearchRequest(query, item_type, limit, skill_limit, skill_threshold,
-                                  tool_threshold, schemas, strategy)  # fmt: skip
+                            tool_threshold, schemas, parse_strategy(strategy))  # fmt: skip
     engine = open_engine(db)
     try:
         result = engine.find(request)

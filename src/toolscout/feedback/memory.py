@@ -93,14 +93,17 @@ class RequestMemory:
         self._snapshot = _EMPTY
         self._version: Hashable | None = object()
 
-    def apply(self, query_vectors: NDArray[np.float32], fused: list[Scored]) -> list[Scored]:
+    def apply(
+        self, query_vectors: NDArray[np.float32], fused: list[Scored], version: Hashable | None
+    ) -> list[Scored]:
         """``fused`` re-ordered with the learned boosts (unchanged when nothing resembles the
-        request). A feedback log that cannot be read is skipped with a warning: feedback never
-        fails a search."""
+        request), from the log as of the index's data ``version`` (the search's own read). A
+        feedback log that cannot be read is skipped with a warning: feedback never fails a
+        search."""
         if not fused:
             return fused
         try:
-            snap = self._current()
+            snap = self._current(version)
         except (ToolscoutError, ValueError) as exc:
             log.warning("feedback: the log could not be read, ranking without it: %s", exc)
             return fused
@@ -136,10 +139,9 @@ class RequestMemory:
         """The current matrix of recorded requests (rebuilt when the log changed).
 
         Raises: StoreError, EmbedError."""
-        return self._current()
+        return self._current(self.store.data_version())
 
-    def _current(self) -> Snapshot:
-        version = self.store.data_version()
+    def _current(self, version: Hashable | None) -> Snapshot:
         with self._lock:
             if version is not None and version == self._version:
                 return self._snapshot

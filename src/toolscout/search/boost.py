@@ -3,6 +3,7 @@ applied once, to the fused candidates, before they are cut to the limit."""
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Protocol
 
 import numpy as np
@@ -14,6 +15,9 @@ from toolscout.models import Scored
 class Boost(Protocol):
     """Re-scores fused candidates from the request's vectors (one row per intent)."""
 
-    def apply(self, query_vectors: NDArray[np.float32], fused: list[Scored]) -> list[Scored]:
-        """``fused`` re-ordered, best first; never fails a search (problems are logged)."""
+    def apply(
+        self, query_vectors: NDArray[np.float32], fused: list[Scored], version: Hashable | None
+    ) -> list[Scored]:
+        """``fused`` re-ordered, best first, at the index's data ``version`` (read once per
+        search); never fails a search (problems are logged)."""
         ...

@@ -23,11 +23,12 @@ from toolscout.models import (
     SearchMode,
     SearchRequest,
     SkillMatch,
+    Strategy,
     Tool,
 )
 from toolscout.search.document import lexical_fields
 from toolscout.search.hybrid import HybridSearcher
-from toolscout.search.request import validate
+from toolscout.search.request import parse_item_type, parse_mode, parse_strategy
 from toolscout.search.text import identifier_key, query_tokens
 from toolscout.store.base import Store
 
@@ -105,9 +106,14 @@ class RankedTool:
 
 
 def leg_weights(
-    searcher: HybridSearcher, mode: SearchMode, tokens: list[str], best_bm25: float | None
+    searcher: HybridSearcher,
+    mode: SearchMode,
+    tokens: list[str],
+    best_bm25: float | None,
+    tools: int,
 ) -> tuple[float, float]:
-    """The lexical and vector shares (summing to 1) the fusion gives this query."""
+    """The lexical and vector shares (summing to 1) the fusion gives this query over an index
+    of ``tools`` tools."""
     if mode is SearchMode.BM25:
         return 1.0, 0.0
     if mode is SearchMode.VECTOR:
@@ -117,7 +123,7 @@ def leg_weights(
     if cfg.fusion == "adaptive":
         # The searcher's own evidence measure, so the weight shown is the weight used.
         top = [Scored("", best_bm25)] if best_bm25 else []
-        lw *= searcher._lexical_confidence(tokens, top)
+        lw *= searcher._lexical_confidence(tokens, top, tools)
     total = lw + vw
     return (lw / total, vw / total) if total > 0 else (0.0, 0.0)
 
@@ -186,7 +192,7 @@ def explain_hits(
         vec_rank = {tid: i for i, (tid, _) in enumerate(order, 1)}
         best_sim = order[0][1] if order else None
 
-    lw, vw = leg_weights(searcher, mode, tokens, best_bm25)
+    lw, vw = leg_weights(searcher, mode, tokens, best_bm25, store.count())
     routing = {m.skill.id for m in matched}
     hits: list[HitEvidence] = []
     for r in ranked:
@@ -243,7 +249,7 @@ def explain(
     engine: Engine,
     query: str,
     *,
-    strategy: str = "direct",
+    strategy: Strategy | str = Strategy.DIRECT,
     mode: SearchMode | str = SearchMode.HYBRID,
     limit: int = 5,
     server: str | None = None,
@@ -257,23 +263,21 @@ def explain(
     Raises:
         QueryError: naming the invalid field. StoreError, EmbedError.
     """
-    request = validate(
-        SearchRequest(
-            query,
-            strategy=strategy,
-            mode=mode,
-            item_type=item_type,
-            limit=limit,
-            include_schemas=True,
-            servers=(server,) if server else None,
-        )
+    request = SearchRequest(
+        query,
+        strategy=parse_strategy(strategy),
+        mode=parse_mode(mode),
+        item_type=parse_item_type(item_type) if item_type is not None else None,
+        limit=limit,
+        include_schemas=True,
+        servers=(server,) if server else None,
     )
     found = engine.find(request)
     ranked = [RankedTool(h.tool, h.score, h.skill_ids, h.schema) for h in found.tools]
-    used_mode, matched = SearchMode(request.mode), list(found.matched_skills)
+    used_mode, matched = request.mode, list(found.matched_skills)
     filters = Filters(
         servers=request.servers,
-        item_types=(ItemType(request.item_type),) if request.item_type else None,
+        item_types=(request.item_type,) if request.item_type else None,
     )
     metadata: dict[str, object] = {**found.metadata, "no_match": found.no_match}
     hits, tokens, (lw, vw) = explain_hits(
@@ -287,7 +291,7 @@ def explain(
     )
     return Explanation(
         query=query.strip(),
-        strategy=strategy,
+        strategy=str(request.strategy),
         mode=used_mode,
         fusion=engine.searcher.config.fusion,
         tokens=tokens,

@@ -23,7 +23,6 @@ import logging
 import threading
 import time
 from collections.abc import Hashable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -31,9 +30,7 @@ from numpy.typing import NDArray
 
 from toolscout.models import (
     Filters,
-    ItemType,
     Ranked,
-    SearchMode,
     SearchRequest,
     SearchResult,
     Skill,
@@ -42,8 +39,7 @@ from toolscout.models import (
     ToolHit,
 )
 from toolscout.search.hybrid import HybridSearcher
-from toolscout.search.request import validate
-from toolscout.store.base import Store
+from toolscout.store.base import IndexState, Store
 
 log = logging.getLogger("toolscout.search")
 
@@ -110,9 +106,9 @@ class HierarchicalSearcher:
         log.warning(message + extra, arg)
 
     # -- stage 1 ----------------------------------------------------------------------------
-    def skill_index(self) -> SkillIndex:
-        """The active skills with their vectors, cached until the store's data version moves."""
-        version = self.store.data_version()
+    def skill_index(self, version: Hashable | None) -> SkillIndex:
+        """The active skills with their vectors, cached until the store's data version (read
+        by the caller) moves."""
         if version is not None and self._index is not None and self._index[0] == version:
             return self._index[1]
         centroids = self.store.skill_vectors()
@@ -133,9 +129,11 @@ class HierarchicalSearcher:
         self._index = (version, index)
         return index
 
-    def match_skills(self, vectors: Vectors, *, limit: int, threshold: float) -> list[SkillMatch]:
+    def match_skills(
+        self, vectors: Vectors, state: IndexState, *, limit: int, threshold: float
+    ) -> list[SkillMatch]:
         """Active skills scoring at least ``threshold``, best first (ties by id)."""
-        index = self.skill_index()
+        index = self.skill_index(state.version)
         if not index.skills:
             return []
         scores = skill_scores((vectors @ index.matrix.T).max(axis=0))
@@ -154,6 +152,7 @@ class HierarchicalSearcher:
         self,
         req: SearchRequest,
         vectors: Vectors,
+        state: IndexState,
         *,
         skill_ids: Sequence[str] | None,
         limit: int,
@@ -166,16 +165,21 @@ class HierarchicalSearcher:
         the restriction allowed, else -1. ``places``: how many tools will be shown (each
         intent of a multi-intent request gets its share of them; default ``limit``)."""
         filters = _filters(req, skill_ids)
-        ranked = self.searcher.search(
+        found = self.searcher.rank(
             req.query,
-            mode=SearchMode(req.mode),
+            state,
+            mode=req.mode,
             limit=limit,
             filters=filters,
             query_vectors=vectors,
             places=places,
         )
-        candidates = self.store.count(filters) if count else -1
-        return [r for r in ranked if r.score >= threshold], candidates
+        candidates = self._count(filters, state) if count else -1
+        return [r for r, _ in found if r.score >= threshold], candidates
+
+    def _count(self, filters: Filters, state: IndexState) -> int:
+        """Tools ``filters`` let through, at the search's index state."""
+        return state.tools if filters.is_empty() else self.store.count(filters, at=state.version)
 
     def hits(self, ranked: Sequence[Ranked], *, include_schemas: bool) -> list[ToolHit]:
         """Load the ranked tools (without schemas), their skills, and schemas when asked.
@@ -211,31 +215,31 @@ class HierarchicalSearcher:
         return out
 
     # -- strategies ---------------------------------------------------------------------------
-    def find(self, request: SearchRequest) -> SearchResult:
-        """Run ``request`` (validated here).
+    def run(self, req: SearchRequest, state: IndexState) -> SearchResult:
+        """Run the strategy of ``req`` (validated by the caller) at index ``state``.
 
         Raises:
-            QueryError: naming the invalid field.
+            StoreError, EmbedError.
         """
-        req = validate(request)
         t0 = time.perf_counter()
         vectors = self.searcher.embed_query(req.query)
         t_embed = time.perf_counter()
-        if req.strategy == Strategy.DIRECT:
-            ranked, matched, used, stage_ms, cand, fallback = self._direct(req, vectors)
-        elif req.strategy == Strategy.HIERARCHICAL:
-            ranked, matched, used, stage_ms, cand, fallback = self._hierarchical(req, vectors)
+        if req.strategy is Strategy.DIRECT:
+            ranked, matched, used, stage_ms, cand, fallback = self._direct(req, vectors, state)
+        elif req.strategy is Strategy.HIERARCHICAL:
+            stages = self._hierarchical(req, vectors, state)
+            ranked, matched, used, stage_ms, cand, fallback = stages
         else:
-            ranked, matched, used, stage_ms, cand, fallback = self._hybrid(req, vectors)
+            ranked, matched, used, stage_ms, cand, fallback = self._hybrid(req, vectors, state)
         # Judged before min_score: no tool is likely to serve the request (calibrated scores,
         # search/calibration.py), or none is left at the caller's level.
-        unlikely = self.searcher.no_match(ranked, SearchMode(req.mode))
+        unlikely = self.searcher.no_match(ranked, req.mode)
         answerable = ranked[0].answerable if ranked else 0.0
         ranked = [r for r in ranked if r.score >= req.min_score]
         t3 = time.perf_counter()
         tools = self.hits(ranked, include_schemas=req.include_schemas)
         end = time.perf_counter()
-        total = self.store.count(_filters(req, None))
+        total = self._count(_filters(req, None), state)
         metadata = {
             # A fallback searched the whole catalog: say so rather than name the strategy asked.
             "strategy_used": str(Strategy.DIRECT if fallback else req.strategy),
@@ -262,19 +266,19 @@ class HierarchicalSearcher:
             load_schemas=self.store.schemas,
         )
 
-    def _direct(self, req: SearchRequest, vectors: Vectors) -> _Stages:
+    def _direct(self, req: SearchRequest, vectors: Vectors, state: IndexState) -> _Stages:
         t1 = time.perf_counter()
         ranked, cand = self.search_tools(
-            req, vectors, skill_ids=None, limit=req.limit, threshold=req.tool_threshold
+            req, vectors, state, skill_ids=None, limit=req.limit, threshold=req.tool_threshold
         )
         stage_ms = {"stage1": 0.0, "stage2": _ms(t1, time.perf_counter())}
         return ranked, [], None, stage_ms, cand, None
 
-    def _hierarchical(self, req: SearchRequest, vectors: Vectors) -> _Stages:
+    def _hierarchical(self, req: SearchRequest, vectors: Vectors, state: IndexState) -> _Stages:
         t0 = time.perf_counter()
         try:
             matched = self.match_skills(
-                vectors, limit=req.skill_limit, threshold=req.skill_threshold
+                vectors, state, limit=req.skill_limit, threshold=req.skill_threshold
             )
         except Exception as exc:  # stage 1 is an optimisation: never fail the search for it
             self._warn("skill stage failed, searching every tool: %s", exc)
@@ -290,19 +294,19 @@ class HierarchicalSearcher:
         if used is not None and self.safety_net > 0 and any(m.tool_count for m in matched):
             # The net's catalog-wide ranking already holds the matched skills' best tools:
             # a second, filtered search would double the cost for nothing it could add.
-            ranked, netted = self._with_safety_net(req, vectors, used)
-            cand = self.store.count(_filters(req, used))
+            ranked, netted = self._with_safety_net(req, vectors, state, used)
+            cand = self._count(_filters(req, used), state)
             if netted:
                 used, fallback = None, "safety net: the best tool is outside the matched skills"
         else:
             ranked, cand = self.search_tools(
-                req, vectors, skill_ids=used, limit=req.limit, threshold=req.tool_threshold
+                req, vectors, state, skill_ids=used, limit=req.limit, threshold=req.tool_threshold
             )
         stage_ms = {"stage1": _ms(t0, t1), "stage2": _ms(t1, time.perf_counter())}
         return ranked, matched, used, stage_ms, cand, fallback
 
     def _with_safety_net(
-        self, req: SearchRequest, vectors: Vectors, used: Sequence[str]
+        self, req: SearchRequest, vectors: Vectors, state: IndexState, used: Sequence[str]
     ) -> tuple[list[Ranked], bool]:
         """Stage 2 with a safety net, so a tool the classifier misfiled is not lost, and whether
         the net had to be used. The answer holds the matched skills' tools in their catalog-wide
@@ -312,10 +316,10 @@ class HierarchicalSearcher:
         every tool returned belongs to a matched skill). Tools with no active skill stay out
         (only ``direct`` finds them)."""
         net, _ = self.search_tools(
-            req, vectors, skill_ids=None, limit=NET_DEPTH, threshold=0.0, count=False,
+            req, vectors, state, skill_ids=None, limit=NET_DEPTH, threshold=0.0, count=False,
             places=req.limit,
         )  # fmt: skip
-        active = {s.id for s in self.skill_index().skills}
+        active = {s.id for s in self.skill_index(state.version).skills}
         assigned = self.store.assignments([r.id for r in net])
         inside: dict[str, Ranked] = {}
         outside: dict[str, Ranked] = {}
@@ -336,13 +340,11 @@ class HierarchicalSearcher:
         rank = {r.id: i for i, r in enumerate(net)}
         return sorted(kept, key=lambda r: (-r.score, rank[r.id]))[: req.limit], first_outside
 
-    def _hybrid(self, req: SearchRequest, vectors: Vectors) -> _Stages:
-        # Both strategies at once; a tool keeps its better score (ties: direct's order first).
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            h = pool.submit(self._hierarchical, req, vectors)
-            d = pool.submit(self._direct, req, vectors)
-            hr, matched, used, h_ms, h_cand, _ = h.result()
-            dr, _, _, d_ms, d_cand, _ = d.result()
+    def _hybrid(self, req: SearchRequest, vectors: Vectors, state: IndexState) -> _Stages:
+        # Both strategies, one after the other (their legs already overlap where the store
+        # gains from it); a tool keeps its better score (ties: direct's order first).
+        hr, matched, used, h_ms, h_cand, _ = self._hierarchical(req, vectors, state)
+        dr, _, _, d_ms, d_cand, _ = self._direct(req, vectors, state)
         best: dict[str, Ranked] = {}
         for r in [*hr, *dr]:
             if r.id not in best or r.score > best[r.id].score:
@@ -351,7 +353,7 @@ class HierarchicalSearcher:
         for i, r in enumerate(hr):
             rank.setdefault(r.id, len(dr) + i)
         merged = sorted(best.values(), key=lambda r: (-r.score, rank[r.id]))[: req.limit]
-        stage_ms = {"stage1": h_ms["stage1"], "stage2": max(h_ms["stage2"], d_ms["stage2"])}
+        stage_ms = {"stage1": h_ms["stage1"], "stage2": h_ms["stage2"] + d_ms["stage2"]}
         return merged, matched, used, stage_ms, max(h_cand, d_cand), None
 
 
@@ -365,7 +367,7 @@ def _filters(req: SearchRequest, skill_ids: Sequence[str] | None) -> Filters:
         sources=req.sources,
         tool_ids=req.tool_ids,
         skill_ids=tuple(skill_ids) if skill_ids is not None else None,
-        item_types=(ItemType(req.item_type),) if req.item_type is not None else None,
+        item_types=(req.item_type,) if req.item_type is not None else None,
     )
 
 

@@ -50,7 +50,7 @@ from toolscout.search.fusion import (
 from toolscout.search.intents import split_intents
 from toolscout.search.rank import Legs, Ranker, features, load_ranker, rerank
 from toolscout.search.text import identifier_key, query_tokens
-from toolscout.store.base import Store
+from toolscout.store.base import IndexState, Store
 
 log = logging.getLogger("toolscout.search")
 
@@ -202,6 +202,29 @@ class HybridSearcher:
         text = check_query(query)
         if limit < 1:
             raise QueryError("limit", "must be at least 1")
+        return self.rank(
+            text, self.store.state(), mode=mode, limit=limit, filters=filters,
+            query_vectors=query_vectors, timings=timings, places=places,
+        )  # fmt: skip
+
+    def rank(
+        self,
+        text: str,
+        state: IndexState,
+        *,
+        mode: SearchMode,
+        limit: int,
+        filters: Filters | None = None,
+        query_vectors: NDArray[np.float32] | None = None,
+        timings: dict[str, float] | None = None,
+        places: int | None = None,
+    ) -> list[tuple[Ranked, Evidence]]:
+        """The legs, their fusion and the calibrated scores for a query already checked
+        (:func:`check_query`) at index ``state`` (read once by the caller for every stage).
+
+        Raises:
+            StoreError, EmbedError.
+        """
         timings = timings if timings is not None else {}
         cfg = self.config
         n = max(cfg.candidates, limit)
@@ -232,19 +255,19 @@ class HybridSearcher:
         elif mode in (SearchMode.VECTOR, SearchMode.HYBRID):
             runs = vector_leg()
         vector = best_of_intents(runs, n)
-        fused = self._fuse(mode, tokens, lexical, vector)
+        fused = self._fuse(mode, tokens, lexical, vector, state.tools)
         chances: dict[str, float] | None = None
         if mode is SearchMode.HYBRID and cfg.learned_ranker and self.ranker is not None and fused:
             t0 = time.perf_counter()
-            legs = Legs(lexical, vector, fused, len(runs), self.store.count())
+            legs = Legs(lexical, vector, fused, len(runs), state.tools)
             fused, chances = self._rerank(self.ranker, legs, tokens)
             timings["rerank_ms"] = (time.perf_counter() - t0) * 1000
         if self.boost is not None and embedded:
-            fused = self.boost.apply(embedded[0], fused)
+            fused = self.boost.apply(embedded[0], fused, state.version)
         if mode is not SearchMode.BM25 and cfg.intent_fusion and len(runs) > 1:
             fused = spread_intents(fused, intent_owners(runs), len(runs), places or limit)
         fused = self._boost_exact_name(text, fused)
-        return self._calibrated(mode, fused[:limit], lexical, vector, chances)
+        return self._calibrated(mode, fused[:limit], lexical, vector, state.tools, chances)
 
     def legs(self, query: str) -> tuple[Legs, list[str]]:
         """The legs of a hybrid search for ``query`` (no filters) and its analysed tokens, as
@@ -256,11 +279,12 @@ class HybridSearcher:
         text = check_query(query)
         n = self.config.candidates
         tokens = query_tokens(text)
+        tools = self.store.state().tools
         lexical = self._lexical(tokens, n, n, None)
         runs = self.store.nearest_many(self.embed_query(text), limit=n, filters=None)
         vector = best_of_intents(runs, n)
-        fused = self._fuse(SearchMode.HYBRID, tokens, lexical, vector)
-        return Legs(lexical, vector, fused, len(runs), self.store.count()), tokens
+        fused = self._fuse(SearchMode.HYBRID, tokens, lexical, vector, tools)
+        return Legs(lexical, vector, fused, len(runs), tools), tokens
 
     def candidate_features(
         self, legs: Legs, tokens: list[str]
@@ -292,6 +316,7 @@ class HybridSearcher:
         top: list[Scored],
         lexical: list[Scored],
         vector: list[Scored],
+        tools: int,
         chances: dict[str, float] | None = None,
     ) -> list[tuple[Ranked, Evidence]]:
         """Each hit's evidence and calibrated score (``chances``: the ranker's probabilities,
@@ -305,7 +330,7 @@ class HybridSearcher:
         # Over the configured number of candidates, whatever the limit.
         crowd = vector[: self.config.candidates]
         median = float(np.median([h.score for h in crowd])) if crowd else 0.0
-        idf = math.log(self.store.count() + 1.0)
+        idf = math.log(tools + 1.0)
         # Relative to the request's best hit in every mode (a vector run holds raw cosines).
         best = max((h.score for h in top), default=0.0)
         scale = 1.0 / best if mode is SearchMode.VECTOR and best > 0 else 1.0
@@ -343,7 +368,12 @@ class HybridSearcher:
         return out
 
     def _fuse(
-        self, mode: SearchMode, tokens: list[str], lexical: list[Scored], vector: list[Scored]
+        self,
+        mode: SearchMode,
+        tokens: list[str],
+        lexical: list[Scored],
+        vector: list[Scored],
+        tools: int,
     ) -> list[Scored]:
         cfg = self.config
         if mode is SearchMode.BM25:
@@ -356,7 +386,7 @@ class HybridSearcher:
             )
         lw = cfg.lexical_weight
         if cfg.fusion == "adaptive":
-            lw = lw * self._lexical_confidence(tokens, lexical)
+            lw = lw * self._lexical_confidence(tokens, lexical, tools)
         fused = fuse_scores(
             [lexical, vector],
             weights=[lw, cfg.vector_weight],
@@ -364,11 +394,11 @@ class HybridSearcher:
         )
         return fused
 
-    def _lexical_confidence(self, tokens: list[str], lexical: list[Scored]) -> float:
+    def _lexical_confidence(self, tokens: list[str], lexical: list[Scored], tools: int) -> float:
         """0..1: logistic in the best BM25 score measured in units of the largest IDF."""
         if not lexical or not tokens:
             return 0.0
-        evidence = lexical[0].score / math.log(self.store.count() + 1.0)
+        evidence = lexical[0].score / math.log(tools + 1.0)
         cfg = self.config
         z = (evidence - cfg.evidence_midpoint) / max(cfg.evidence_slope, 1e-6)
         return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))

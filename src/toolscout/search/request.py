@@ -1,6 +1,9 @@
 """Validation of a search request: every field checked, the error naming the field and the fix.
 
-One function for every door (Python, REST, MCP, CLI, console): :func:`validate`.
+One function for every door (Python, REST, MCP, CLI, console): :func:`validate`, run once per
+search by ``SearchService.lookup``; the stages after it take its typed values as they are.
+Doors that receive names as text parse them with :func:`parse_strategy`, :func:`parse_mode` and
+:func:`parse_item_type`.
 """
 
 from __future__ import annotations
@@ -67,6 +70,16 @@ def check_page(offset: int, limit: int) -> None:
 def parse_item_type(value: object) -> ItemType:
     """Raises: QueryError naming ``item_type`` and its allowed values."""
     return _enum("item_type", ItemType, value)
+
+
+def parse_strategy(value: object) -> Strategy:
+    """Raises: QueryError naming ``strategy`` and its allowed values."""
+    return _enum("strategy", Strategy, value)
+
+
+def parse_mode(value: object) -> SearchMode:
+    """Raises: QueryError naming ``mode`` and its allowed values."""
+    return _enum("mode", SearchMode, value)
 
 
 def _enum(name: str, kind: type[E], value: object, none: str = "") -> E:

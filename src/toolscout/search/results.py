@@ -7,15 +7,15 @@ last time, so it is kept: key = the validated request, value = the immutable res
 entry is dropped the moment the store reports a new data version (any write, from any
 process), so a cached answer is never staler than a freshly computed one.
 
-A store that cannot tell its version cheaply returns ``None`` from ``data_version()``; then
-nothing is cached.
+The caller passes the version it read (once per search, with the rest of the index state);
+a store that cannot tell its version cheaply gives ``None``, and then nothing is cached.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from typing import Generic, TypeVar
 
 V = TypeVar("V")
@@ -24,21 +24,19 @@ V = TypeVar("V")
 class ResultCache(Generic[V]):
     """Thread-safe LRU keyed by request, cleared whenever the index version changes."""
 
-    def __init__(self, size: int, version: Callable[[], Hashable | None]) -> None:
+    def __init__(self, size: int) -> None:
         self.size = max(1, size)
-        self._version_of = version
         self._version: Hashable | None = None
         self._items: OrderedDict[Hashable, V] = OrderedDict()
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
 
-    def lookup(self, key: Hashable) -> tuple[V | None, Hashable | None]:
-        """The cached value (or None) and the index version it was checked against; pass
-        that version to :meth:`store`, so a result computed while a write landed is dropped."""
-        version = self._version_of()
+    def lookup(self, key: Hashable, version: Hashable | None) -> V | None:
+        """The value cached for ``key`` at index ``version``, or None; pass the same version
+        to :meth:`store`, so a result computed while a write landed is dropped."""
         if version is None:
-            return None, None
+            return None
         with self._lock:
             if version != self._version:
                 self._items.clear()
@@ -46,10 +44,10 @@ class ResultCache(Generic[V]):
             value = self._items.get(key)
             if value is None:
                 self.misses += 1
-                return None, version
+                return None
             self._items.move_to_end(key)
             self.hits += 1
-            return value, version
+            return value
 
     def store(self, key: Hashable, version: Hashable | None, value: V) -> None:
         """Keep ``value`` if the index is still at ``version`` (the one :meth:`lookup` saw)."""

@@ -1,16 +1,18 @@
 """SearchService: every search the engine answers, with the result cache in front.
 
 The engine builds one and holds it. ``find`` (strategy direct, hierarchical or hybrid) is the
-one search; the two single-stage calls (skills alone, tools of given skills alone) serve the
-contract's stage routes. Results are cached by validated request and dropped whenever the
+one search, in two steps a server may run apart: :meth:`SearchService.lookup` validates the
+request once, reads the index state once (data version and tool count) and looks the answer up
+in the result cache once; :meth:`SearchService.answer` runs the strategy at that state when the
+cache had nothing. The two single-stage calls (skills alone, tools of given skills alone) serve
+the contract's stage routes. Results are cached by validated request and dropped whenever the
 store's data version moves (any write, from any process).
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
 
 from toolscout.errors import QueryError
 from toolscout.models import ItemType, SearchRequest, SearchResult, SkillMatch, ToolHit
@@ -18,7 +20,18 @@ from toolscout.search.hierarchical import HierarchicalSearcher
 from toolscout.search.hybrid import HybridSearcher
 from toolscout.search.request import validate
 from toolscout.search.results import ResultCache
-from toolscout.store.base import Store
+from toolscout.store.base import IndexState, Store
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """A request validated at the door, the index state it is answered at, its result-cache
+    key, and the cached answer when there is one."""
+
+    request: SearchRequest
+    state: IndexState
+    key: Hashable
+    cached: SearchResult | None
 
 
 class SearchService:
@@ -29,48 +42,50 @@ class SearchService:
         self.searcher = searcher
         self.hierarchical = HierarchicalSearcher(store, searcher)
         #: Finished searches by request, dropped on any index change (None: off).
-        self.result_cache: ResultCache[Any] | None = (
-            ResultCache(cache_size, store.data_version) if cache_size > 0 else None
+        self.result_cache: ResultCache[SearchResult] | None = (
+            ResultCache(cache_size) if cache_size > 0 else None
         )
 
     # -- the contract's search ----------------------------------------------------------------
     def find(self, request: SearchRequest) -> SearchResult:
-        """The one search (strategies direct, hierarchical, hybrid), per the search contract.
+        """The one search (strategies direct, hierarchical, hybrid), per the search contract:
+        :meth:`lookup`, then :meth:`answer`.
 
         Raises:
             QueryError: naming the invalid field (EmptyQuery for an empty query).
         """
-        req = validate(request)
-        key = self._find_key(req)
-        hit, version = self._cached(key)
-        if hit is not None:
-            return hit
-        result = self.hierarchical.find(req)
-        if self.result_cache is not None:
-            self.result_cache.store(key, version, replace(result, metadata=dict(result.metadata)))
-        return result
+        return self.answer(self.lookup(request))
 
-    def cached_find(self, request: SearchRequest) -> SearchResult | None:
-        """The answer ``find`` would give from the result cache alone, or None (no search
-        runs). Servers ask this first, so repeated requests never queue behind new ones.
+    def lookup(self, request: SearchRequest) -> Lookup:
+        """Validate ``request``, read the index state and look the answer up in the result
+        cache (no search runs). Servers call this first, so repeated requests never queue
+        behind new ones.
 
         Raises:
-            QueryError: naming the invalid field.
+            QueryError: naming the invalid field. StoreError.
         """
-        return self._cached(self._find_key(validate(request)))[0]
-
-    def _find_key(self, req: SearchRequest) -> Hashable:
+        req = validate(request)
+        state = self.store.state()
         # The ranking configuration is part of the key: callers may swap it at run time.
-        return ("find", req, self.searcher.config, self.hierarchical.safety_net)
+        key = ("find", req, self.searcher.config, self.hierarchical.safety_net)
+        cache = self.result_cache
+        hit = cache.lookup(key, state.version) if cache is not None else None
+        cached = None if hit is None else replace(hit, metadata={**hit.metadata, "cached": True})
+        return Lookup(req, state, key, cached)
 
-    def _cached(self, key: Hashable) -> tuple[SearchResult | None, Hashable | None]:
-        if self.result_cache is None:
-            return None, None
-        cached, version = self.result_cache.lookup(key)
-        if cached is None:
-            return None, version
-        hit: SearchResult = cached
-        return replace(hit, metadata={**hit.metadata, "cached": True}), version
+    def answer(self, looked: Lookup) -> SearchResult:
+        """The cached answer of a :meth:`lookup`, else its search run at its index state.
+
+        Raises:
+            StoreError, EmbedError.
+        """
+        if looked.cached is not None:
+            return looked.cached
+        result = self.hierarchical.run(looked.request, looked.state)
+        if self.result_cache is not None:
+            kept = replace(result, metadata=dict(result.metadata))
+            self.result_cache.store(looked.key, looked.state.version, kept)
+        return result
 
     # -- single stages ----------------------------------------------------------------------------
     def match_skills(
@@ -86,7 +101,8 @@ class SearchService:
             {"skill_limit": "limit", "skill_threshold": "threshold"},
         )
         hs = self.hierarchical
-        return hs.match_skills(hs.searcher.embed_query(req.query), limit=limit, threshold=threshold)
+        vectors = hs.searcher.embed_query(req.query)
+        return hs.match_skills(vectors, self.store.state(), limit=limit, threshold=threshold)
 
     def search_in_skills(
         self,
@@ -114,6 +130,7 @@ class SearchService:
         ranked, _ = hs.search_tools(
             req,
             hs.searcher.embed_query(req.query),
+            self.store.state(),
             skill_ids=list(skill_ids) if skill_ids is not None else None,
             limit=req.limit,
             threshold=req.tool_threshold,

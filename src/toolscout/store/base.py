@@ -44,6 +44,15 @@ class IndexIdentity:
 
 
 @dataclass(frozen=True)
+class IndexState:
+    """What a search reads of the index once and hands to every stage: the data version every
+    cache keys on (None: the store cannot tell) and the number of tools."""
+
+    version: Hashable | None
+    tools: int
+
+
+@dataclass(frozen=True)
 class IndexEntry:
     """A tool as written to a store: its analysed lexical fields and its vector.
 
@@ -340,7 +349,16 @@ class Store(SkillStore, EnrichStore, FeedbackStore, Protocol):
         self, filters: Filters | None = None, *, offset: int = 0, limit: int = 100
     ) -> list[Tool]: ...
 
-    def count(self, filters: Filters | None = None) -> int: ...
+    def count(self, filters: Filters | None = None, *, at: Hashable | None = None) -> int:
+        """Tools matching ``filters``. ``at``: the data version the caller already read
+        (:meth:`state`); a count remembered for that version is used without asking again."""
+        ...
+
+    def state(self) -> IndexState:
+        """The data version and the tool count, read together (one round trip on a server).
+
+        Raises: StoreError."""
+        ...
 
     def counts_by(self, column: str) -> dict[str, int]:
         """Tool counts grouped by ``server``, ``source``, ``item_type`` or ``category``."""

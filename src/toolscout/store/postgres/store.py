@@ -35,7 +35,7 @@ from numpy.typing import NDArray
 
 from toolscout.errors import ConfigError, StoreError
 from toolscout.models import Filters, Scored, Tool
-from toolscout.store.base import Classified, IndexEntry, IndexIdentity
+from toolscout.store.base import Classified, IndexEntry, IndexIdentity, IndexState
 from toolscout.store.postgres.conn import open_pool, parse_url, prepare_database, where_sql
 from toolscout.store.postgres.database import PostgresDatabase
 from toolscout.store.postgres.lexical import PostgresLexical, document_terms
@@ -328,7 +328,7 @@ class PostgresStore(SQLStore):
         return held if held is not None else super().skill_vectors()
 
     # -- reads ------------------------------------------------------------------------------
-    def count(self, filters: Filters | None = None) -> int:
+    def count(self, filters: Filters | None = None, *, at: Hashable | None = None) -> int:
         """Raises: StoreError.
 
         The whole catalog's count is the running ``live_rows`` total that every write keeps
@@ -339,7 +339,7 @@ class PostgresStore(SQLStore):
         if cond == "true":
             return int(self.database.query("SELECT live_rows FROM lexical_stats")[0][0])
         key = (cond, repr(params))
-        version = self.database.version()
+        version = at if at is not None else self.database.version()
         cached = self._counts.get(key)
         if cached is not None and cached[0] == version:
             return cached[1]
@@ -378,6 +378,11 @@ class PostgresStore(SQLStore):
     def vectors(self, ids: Sequence[str]) -> dict[str, NDArray[np.float32]]:
         """Raises: StoreError."""
         return self.vector_leg.vectors(ids)
+
+    def state(self) -> IndexState:
+        """Raises: StoreError."""
+        row = self.database.query("SELECT version, live_rows FROM lexical_stats")[0]
+        return IndexState(int(row[0]), int(row[1]))
 
     def data_version(self) -> Hashable | None:
         """The write counter every write transaction bumps (shared by all processes).

@@ -34,9 +34,9 @@ class FTS5Lexical:
         self._counts_version: Hashable | None = None
         self._counts_lock = threading.Lock()
 
-    def count(self, filters: Filters | None = None) -> int:
+    def count(self, filters: Filters | None = None, *, at: Hashable | None = None) -> int:
         """Raises: StoreError."""
-        version = self.db.version()
+        version = at if at is not None else self.db.version()
         with self._counts_lock:
             if version != self._counts_version:
                 self._counts.clear()

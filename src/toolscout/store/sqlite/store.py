@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 
 from toolscout.errors import ConfigError, StoreError
 from toolscout.models import Filters, Scored
-from toolscout.store.base import LEXICAL_FIELDS, IndexEntry, IndexIdentity
+from toolscout.store.base import LEXICAL_FIELDS, IndexEntry, IndexIdentity, IndexState
 from toolscout.store.sql import SQLStore
 from toolscout.store.sqlite.database import SQLiteDatabase
 from toolscout.store.sqlite.lexical import FTS5Lexical
@@ -198,9 +198,14 @@ class SQLiteStore(SQLStore):
         conn.execute("DELETE FROM tools WHERE rowid=?", (rowid,))
 
     # -- retrieval legs and counts ----------------------------------------------------------
-    def count(self, filters: Filters | None = None) -> int:
+    def count(self, filters: Filters | None = None, *, at: Hashable | None = None) -> int:
         """Raises: StoreError."""
-        return self.lexical_leg.count(filters)
+        return self.lexical_leg.count(filters, at=at)
+
+    def state(self) -> IndexState:
+        """Raises: StoreError."""
+        version = self.database.version()
+        return IndexState(version, self.lexical_leg.count(None, at=version))
 
     def lexical(
         self,
