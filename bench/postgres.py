@@ -126,7 +126,7 @@ def latency(store: Store, embedder: CachedEmbedder, queries: list[str], qv: list
             ranked = searcher.search(
                 query, mode=SearchMode.HYBRID, limit=10, query_vectors=vec, timings=timings
             )
-            store.get_many([r.id for r in ranked])
+            store.tools.get_many([r.id for r in ranked])
             if rep:
                 totals.append((time.perf_counter() - t0) * 1000)
                 for key in legs:
@@ -164,7 +164,7 @@ def one_percent_change(store: Store, entries: list[IndexEntry]) -> tuple[list[In
             )
         )
     t0 = time.perf_counter()
-    known = store.hashes()
+    known = store.tools.hashes()
     todo = [e for e in changed if known.get(e.tool.id, ("", ""))[1] != e.text_hash]
     store.upsert(todo)
     return changed, time.perf_counter() - t0

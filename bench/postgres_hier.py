@@ -171,10 +171,10 @@ def prepare_store(store: Store, entries: list[IndexEntry], embedder: CachedEmbed
     else:
         load(store, entries)
     t1 = time.perf_counter()
-    if not store.list_skills():
-        SkillCatalog(store).upsert_many(starter_skills())
-    refresh_profiles(store, embedder)
-    classifier = OfflineClassifier(store, embedder)
+    if not store.skills.list_skills():
+        SkillCatalog(store.skills).upsert_many(starter_skills())
+    refresh_profiles(store.skills, embedder)
+    classifier = OfflineClassifier(store.skills, embedder)
     classifier.prepare()
     batch = []
     for e in entries:
@@ -183,7 +183,7 @@ def prepare_store(store: Store, entries: list[IndexEntry], embedder: CachedEmbed
         batch.append(Classified(e.tool.id, e.tool.content_hash, verdict.classifier, assigned))
     changed: set[str] = set()
     for start in range(0, len(batch), CHUNK * 8):
-        changed |= store.replace_assignments(batch[start : start + CHUNK * 8])
+        changed |= store.skills.replace_assignments(batch[start : start + CHUNK * 8])
     recompute_centroids(store, changed)
     store.set_meta("skills_version", f"bench-{tag}")
     store.set_meta("bench_catalog", tag)

@@ -149,7 +149,7 @@ def calibrate() -> None:
     from toolscout.skills.classify import OfflineClassifier
 
     engine = indexed("toolbench_stable")
-    clf = OfflineClassifier(engine.store, engine.embedder)
+    clf = OfflineClassifier(engine.store.skills, engine.embedder)
     clf.prepare()
     tools = [json.loads(line) for line in (SHARED / "toolbench_stable/tools.jsonl").open()]
     labelled = [
@@ -181,7 +181,9 @@ def stage1(engine: Engine) -> None:
     feats, labels = [], []
     for q in queries[::2]:
         gold_skills = {
-            a.skill_id for rows in engine.store.assignments(list(q.gold)).values() for a in rows
+            a.skill_id
+            for rows in engine.store.skills.assignments(list(q.gold)).values()
+            for a in rows
         }
         vectors = hs.searcher.embed_query(q.text[:1000])
         sims = (vectors @ index.matrix.T).max(axis=0)[None, :]
@@ -198,8 +200,8 @@ def stage1(engine: Engine) -> None:
 
 def classify_report(name: str, sample: int = 50) -> None:
     engine = indexed(name)
-    tools = engine.store.list_tools(limit=100000)
-    assigned = engine.store.assignments([t.id for t in tools])
+    tools = engine.store.tools.list_tools(limit=100000)
+    assigned = engine.store.skills.assignments([t.id for t in tools])
     primary = {
         t.id: next((a.skill_id for a in assigned.get(t.id, []) if a.is_primary), None)
         for t in tools
@@ -244,7 +246,7 @@ def latency(target: int = 10000, runs: int = 300, kind: str = "long") -> None:
     if engine.store.count() < target:
         for name in ("toolbench_stable", "seal_tools", "livemcpbench"):
             index_dataset(engine, SHARED / name)
-        base = engine.store.list_tools(limit=100000)
+        base = engine.store.tools.list_tools(limit=100000)
         vecs = engine.store.vectors([t.id for t in base])
         rng = np.random.default_rng(7)
         entries, n = [], 2

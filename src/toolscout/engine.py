@@ -300,7 +300,7 @@ class Engine:
     # -- tools ------------------------------------------------------------------------------
     def get_tool(self, tool_id: str) -> Tool:
         """Raises: ToolNotFound."""
-        return self.store.get(tool_id)
+        return self.store.tools.get(tool_id)
 
     def list_tools(
         self,
@@ -322,7 +322,7 @@ class Engine:
             skill_ids=tuple(skill_ids) if skill_ids else None,
             item_types=tuple(parse_item_type(t) for t in item_types) if item_types else None,
         )
-        tools = self.store.list_tools(filters, offset=offset, limit=limit)
+        tools = self.store.tools.list_tools(filters, offset=offset, limit=limit)
         return tools, self.store.count(filters)
 
     def inventory(self) -> Inventory:
@@ -405,9 +405,9 @@ class Engine:
         return {
             "store": self.store.url,
             "tools": self.store.count(),
-            "by_item_type": self.store.counts_by("item_type"),
-            "servers": len(self.store.counts_by("server")),
-            "sources": self.store.counts_by("source"),
+            "by_item_type": self.store.tools.counts_by("item_type"),
+            "servers": len(self.store.tools.counts_by("server")),
+            "sources": self.store.tools.counts_by("source"),
             "embedder": ident.embedder if ident else None,
             "dim": ident.dim if ident else None,
             "analyzer": ident.analyzer if ident else None,

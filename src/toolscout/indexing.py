@@ -87,7 +87,7 @@ def keep_unreadable(
         return dropped
     kept: set[str] = set()
     for source, problems in sorted(damaged.items()):
-        mine = store.hashes(Filters(sources=(source,))).keys() & dropped
+        mine = store.tools.hashes(Filters(sources=(source,))).keys() & dropped
         if not mine:
             continue
         if any(p.stands_for is None for p in problems):
@@ -145,8 +145,8 @@ def plan_index(
     """
     report = IndexReport()
     tools, sources, damaged = _gather(loads, report)
-    existing = store.hashes()
-    owned = set(store.hashes(Filters(sources=tuple(sorted(sources))))) if sources else set()
+    existing = store.tools.hashes()
+    owned = set(store.tools.hashes(Filters(sources=tuple(sorted(sources))))) if sources else set()
     dropped = owned - set(tools) if prune else set()
     dropped = keep_unreadable(store, dropped, damaged, report)
     for tool_id in sorted(set(tools).intersection(existing) - owned):

@@ -122,9 +122,9 @@ def test_every_store_returns_the_same_top10(
 def test_every_store_agrees_on_hierarchical_search(
     engines: dict[str, Engine], sample: tuple[Path, list[str]], strategy: str
 ) -> None:
-    counts = engines["sqlite"].store.skill_tool_counts()
-    assert counts == engines["postgres"].store.skill_tool_counts()
-    assert counts == engines["qdrant"].store.skill_tool_counts()
+    counts = engines["sqlite"].store.skills.skill_tool_counts()
+    assert counts == engines["postgres"].store.skills.skill_tool_counts()
+    assert counts == engines["qdrant"].store.skills.skill_tool_counts()
     found = 0
     for query in sample[1]:
         request = SearchRequest(query, limit=10, strategy=Strategy(strategy))

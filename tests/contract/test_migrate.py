@@ -38,9 +38,9 @@ def test_migrate_copies_tools_vectors_and_skills(
     try:
         source.index([CatalogFile(catalog, source="starter").read()])
         before = {q: [h.tool.id for h in source.search(q).hits] for q in ("read a file", "git")}
-        ids = sorted(source.store.hashes())
+        ids = sorted(source.store.tools.hashes())
         vectors = source.store.vectors(ids)
-        assignments = source.store.assignments(ids)
+        assignments = source.store.skills.assignments(ids)
     finally:
         source.close()
 
@@ -53,11 +53,11 @@ def test_migrate_copies_tools_vectors_and_skills(
 
     target = Engine.open(Settings(db=pg_url, cache_dir=str(vector_cache)))
     try:
-        assert sorted(target.store.hashes()) == ids
+        assert sorted(target.store.tools.hashes()) == ids
         copied = target.store.vectors(ids)
         for tool_id, vector in vectors.items():
             np.testing.assert_array_equal(copied[tool_id], vector)
-        assert target.store.assignments(ids) == assignments
+        assert target.store.skills.assignments(ids) == assignments
         after = {q: [h.tool.id for h in target.search(q).hits] for q in before}
         assert after == before
     finally:

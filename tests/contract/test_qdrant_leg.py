@@ -96,19 +96,19 @@ def test_skill_reassignment_moves_the_payload_that_filters_stage_two(
     store = open_pair(tmp_path / "q")
     try:
         store.upsert([entry("a", 0), entry("b", 0)])
-        store.insert_skill(Skill(id="mail", name="Mail", description="email"))
-        store.insert_skill(Skill(id="cal", name="Calendar", description="calendar"))
+        store.skills.insert_skill(Skill(id="mail", name="Mail", description="email"))
+        store.skills.insert_skill(Skill(id="cal", name="Calendar", description="calendar"))
 
         def assign(tool_id: str, skill_id: str) -> Classified:
             return Classified(
                 tool_id, "h", "test", (SkillAssignment(tool_id, skill_id, 0.9, True),)
             )
 
-        store.replace_assignments([assign("a", "mail"), assign("b", "cal")])
+        store.skills.replace_assignments([assign("a", "mail"), assign("b", "cal")])
         query = np.eye(IDENTITY.dim, dtype=np.float32)[0]
         hits = store.nearest(query, limit=5, filters=Filters(skill_ids=("mail",)))
         assert [h.id for h in hits] == ["a"]
-        store.replace_assignments([assign("a", "cal")])
+        store.skills.replace_assignments([assign("a", "cal")])
         assert store.nearest(query, limit=5, filters=Filters(skill_ids=("mail",))) == []
         both = store.nearest(query, limit=5, filters=Filters(skill_ids=("cal",)))
         assert [h.id for h in both] == ["a", "b"]
@@ -122,14 +122,14 @@ def test_skill_centroids_are_read_from_the_skills_collection(
     store = open_pair(tmp_path / "q")
     try:
         centroid = np.eye(IDENTITY.dim, dtype=np.float32)[2]
-        store.set_skill_vectors({"mail": centroid})
+        store.skills.set_skill_vectors({"mail": centroid})
         client = leg(store).client
         name = leg(store).target.skills_collection
         assert client.count(name).count == 1
-        assert np.allclose(store.skill_vectors()["mail"], centroid)
-        store.set_skill_vectors({"mail": None})
+        assert np.allclose(store.skills.skill_vectors()["mail"], centroid)
+        store.skills.set_skill_vectors({"mail": None})
         assert client.count(name).count == 0
-        assert store.skill_vectors() == {}
+        assert store.skills.skill_vectors() == {}
     finally:
         store.close()
 

@@ -30,7 +30,7 @@ def test_opening_a_current_sqlite_index_and_reading_writes_nothing(tmp_path: Pat
     before = observer.execute("PRAGMA data_version").fetchone()[0]
     store = SQLiteStore(str(path))
     store.bind(IDENTITY)
-    assert store.get("files::read_file").name == "read_file"
+    assert store.tools.get("files::read_file").name == "read_file"
     assert store.nearest(unit(1.0), limit=1)[0].id == "files::read_file"
     store.close()
     assert observer.execute("PRAGMA data_version").fetchone()[0] == before

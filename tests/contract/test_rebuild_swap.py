@@ -39,9 +39,9 @@ def test_a_staged_index_replaces_the_current_one_whole(
     assert current.count() == 1  # nothing changes before the swap
     current.replace_with(staging_url)
     assert current.identity() == NEW_IDENTITY
-    assert sorted(current.hashes()) == ["chat::read", "chat::send"]
+    assert sorted(current.tools.hashes()) == ["chat::read", "chat::send"]
     assert current.nearest(np.array([1, 0, 0, 0], np.float32), limit=1)[0].id == "chat::send"
-    assert sorted(reader.hashes()) == ["chat::read", "chat::send"]  # opened before the swap
+    assert sorted(reader.tools.hashes()) == ["chat::read", "chat::send"]  # opened before the swap
     reader.close()
     current.close()
     again = open_store(staging_url)  # the staging index is gone: a new, empty one opens
@@ -73,7 +73,7 @@ def test_a_rebuild_with_qdrant_vectors_is_refused_and_leaves_the_index_as_it_was
     assert "left as it was" in str(refused.value)
     again = open_store(url)
     try:
-        assert sorted(again.hashes()) == ["files::read_file"]
+        assert sorted(again.tools.hashes()) == ["files::read_file"]
         assert again.nearest(np.array([1, 0, 0, 0], np.float32), limit=1)[0].id == kept.tool.id
         assert again.count() == 1
     finally:

@@ -47,20 +47,20 @@ def filled(store: Store) -> Store:
 
 def test_upserted_tool_reads_back_equal(filled: Store) -> None:
     original = catalog()[0].tool
-    assert filled.get(original.id) == original
-    assert filled.get(original.id).content_hash == original.content_hash
-    assert filled.get_many(["files::read_file", "nope"]) == {original.id: original}
+    assert filled.tools.get(original.id) == original
+    assert filled.tools.get(original.id).content_hash == original.content_hash
+    assert filled.tools.get_many(["files::read_file", "nope"]) == {original.id: original}
     assert filled.count() == 7
 
 
 def test_upsert_replaces_an_existing_tool(filled: Store) -> None:
     filled.upsert([entry("files::read_file", "download remot blob", unit(0, 0, 0, 1))])
     assert filled.count() == 7
-    assert filled.get("files::read_file").description == "download remot blob"
+    assert filled.tools.get("files::read_file").description == "download remot blob"
     assert [h.id for h in filled.lexical(["blob"], limit=5)] == ["files::read_file"]
     assert filled.lexical(["disk"], limit=5)[0].id == "files::write_file"
     assert filled.nearest(unit(0, 0, 0, 1), limit=1)[0].id == "files::read_file"
-    assert filled.hashes()["files::read_file"][1] == "h-download remot blob"
+    assert filled.tools.hashes()["files::read_file"][1] == "h-download remot blob"
 
 
 def test_delete_reports_how_many_existed_and_forgets_them(filled: Store) -> None:
@@ -73,29 +73,29 @@ def test_delete_reports_how_many_existed_and_forgets_them(filled: Store) -> None
 
 def test_get_of_an_unknown_id_raises_tool_not_found(filled: Store) -> None:
     with pytest.raises(ToolNotFound) as info:
-        filled.get("files::nope")
+        filled.tools.get("files::nope")
     assert info.value.tool_id == "files::nope"
 
 
 def test_hashes_list_and_counts_follow_filters(filled: Store) -> None:
     git = Filters(servers=("git",))
-    assert set(filled.hashes(git)) == {"git::commit", "git::log"}
-    assert [t.id for t in filled.list_tools(offset=1, limit=2)] == [
+    assert set(filled.tools.hashes(git)) == {"git::commit", "git::log"}
+    assert [t.id for t in filled.tools.list_tools(offset=1, limit=2)] == [
         "files::read_file",
         "files::write_file",
     ]
     assert filled.count(Filters(item_types=(ItemType.PROMPT,))) == 1
     assert filled.count(Filters(sources=("src-web",))) == 2
     assert filled.count(Filters(servers=())) == 0
-    assert filled.counts_by("server") == {"files": 3, "git": 2, "web": 2}
+    assert filled.tools.counts_by("server") == {"files": 3, "git": 2, "web": 2}
     with pytest.raises(ValueError):
-        filled.counts_by("description")
-    git_ids = filled.ids_where("server", "git")
+        filled.tools.counts_by("description")
+    git_ids = filled.tools.ids_where("server", "git")
     assert len(git_ids) == 2 and git_ids == sorted(git_ids)
     assert all(i.startswith("git::") for i in git_ids)
-    assert filled.ids_where("server", "nowhere") == []
+    assert filled.tools.ids_where("server", "nowhere") == []
     with pytest.raises(ValueError):
-        filled.ids_where("description", "x")
+        filled.tools.ids_where("description", "x")
 
 
 def test_lexical_ranks_by_weighted_bm25_best_first(filled: Store) -> None:
@@ -153,8 +153,8 @@ def test_legs_apply_every_filter(filled: Store) -> None:
 
 
 def test_skill_filter_uses_assignments(filled: Store) -> None:
-    filled.insert_skill(Skill(id="vcs", name="Version control"))
-    filled.replace_assignments(
+    filled.skills.insert_skill(Skill(id="vcs", name="Version control"))
+    filled.skills.replace_assignments(
         [Classified("git::log", "c", "test", (SkillAssignment("git::log", "vcs", 0.9, True),))]
     )
     only = Filters(skill_ids=("vcs",))
@@ -224,24 +224,24 @@ def test_meta_round_trips(store: Store) -> None:
 
 def test_skills_are_stored_and_typed_errors_name_them(store: Store) -> None:
     skill = Skill(id="files", name="Files", keywords=("disk",), created_at="t", updated_at="t")
-    store.insert_skill(skill)
+    store.skills.insert_skill(skill)
     with pytest.raises(SkillExists):
-        store.insert_skill(skill)
+        store.skills.insert_skill(skill)
     with pytest.raises(SkillNotFound):
-        store.get_skill("nope")
-    store.update_skill(Skill(id="files", name="File system", is_active=False))
-    assert store.get_skill("files").name == "File system"
-    assert store.list_skills(include_inactive=False) == []
-    store.set_skill_vectors({"files": unit(1)})
-    np.testing.assert_array_equal(store.skill_vectors()["files"], unit(1))
-    store.set_skill_profile("files", unit(0, 1), "ph")
-    assert store.skill_profiles()["files"][0] == "ph"
+        store.skills.get_skill("nope")
+    store.skills.update_skill(Skill(id="files", name="File system", is_active=False))
+    assert store.skills.get_skill("files").name == "File system"
+    assert store.skills.list_skills(include_inactive=False) == []
+    store.skills.set_skill_vectors({"files": unit(1)})
+    np.testing.assert_array_equal(store.skills.skill_vectors()["files"], unit(1))
+    store.skills.set_skill_profile("files", unit(0, 1), "ph")
+    assert store.skills.skill_profiles()["files"][0] == "ph"
 
 
 def test_assignments_and_suggestions_round_trip(filled: Store) -> None:
     for skill_id in ("files", "io"):
-        filled.insert_skill(Skill(id=skill_id, name=skill_id))
-    changed = filled.replace_assignments(
+        filled.skills.insert_skill(Skill(id=skill_id, name=skill_id))
+    changed = filled.skills.replace_assignments(
         [
             Classified(
                 "files::read_file",
@@ -255,40 +255,44 @@ def test_assignments_and_suggestions_round_trip(filled: Store) -> None:
         ]
     )
     assert changed == {"files", "io"}
-    assert [a.skill_id for a in filled.assignments(["files::read_file"])["files::read_file"]] == [
+    assert [
+        a.skill_id for a in filled.skills.assignments(["files::read_file"])["files::read_file"]
+    ] == [
         "files",
         "io",
     ]
-    members = filled.skill_members(["io"])
+    members = filled.skills.skill_members(["io"])
     assert list(members) == ["io"]
     [(tool_id, confidence)] = members["io"]
     assert tool_id == "files::read_file" and confidence == pytest.approx(0.4)
-    filled.mark_classify_failed("files::list_dir", "c2", "boom")
-    assert filled.classification_state()["files::list_dir"] == ("c2", "failed")
+    filled.skills.mark_classify_failed("files::list_dir", "c2", "boom")
+    assert filled.skills.classification_state()["files::list_dir"] == ("c2", "failed")
     assert filled.delete(["files::read_file"]) == 1
-    assert filled.assignments(["files::read_file"]) == {}
-    sid = filled.add_suggestion(Suggestion(0, "net", "Net", "d", "web::fetch", "pending", None, ""))
-    filled.set_suggestion_status(sid, "rejected", "dup")
-    got = filled.get_suggestion(sid)
+    assert filled.skills.assignments(["files::read_file"]) == {}
+    sid = filled.skills.add_suggestion(
+        Suggestion(0, "net", "Net", "d", "web::fetch", "pending", None, "")
+    )
+    filled.skills.set_suggestion_status(sid, "rejected", "dup")
+    got = filled.skills.get_suggestion(sid)
     assert got is not None and got.status == "rejected" and got.reason == "dup"
-    assert filled.list_suggestions() == []
+    assert filled.skills.list_suggestions() == []
 
 
 def test_enrichment_cache_round_trips(store: Store) -> None:
     rec = EnrichmentRecord("tool", "a::b", "llm-v1", "ih", "{}", "ok", "", 12.5, 30)
-    store.put_enrichments(
+    store.enrichments.put_enrichments(
         [rec, EnrichmentRecord("tool", "a::c", "llm-v1", "ih", "", "failed", "x", 1.0, 0)]
     )
-    store.put_enrichments(
+    store.enrichments.put_enrichments(
         [EnrichmentRecord("tool", "a::b", "llm-v1", "ih2", "{}", "ok", "", 13.0, 31)]
     )
-    got = store.get_enrichments("tool", ["a::b", "zz"], "llm-v1")
+    got = store.enrichments.get_enrichments("tool", ["a::b", "zz"], "llm-v1")
     assert list(got) == ["a::b"] and got["a::b"].input_hash == "ih2"
-    assert store.enrichment_summary() == [
+    assert store.enrichments.enrichment_summary() == [
         ("llm-v1", "tool", "failed", 1, 0),
         ("llm-v1", "tool", "ok", 1, 31),
     ]
-    assert store.delete_enrichments("tool", ["a::b", "a::c"]) == 2
+    assert store.enrichments.delete_enrichments("tool", ["a::b", "a::c"]) == 2
 
 
 def feedback(
@@ -301,12 +305,12 @@ def feedback(
 
 def test_feedback_log_appends_reads_newest_first_and_keeps_the_newest(store: Store) -> None:
     version = store.data_version()
-    ids = store.add_feedback(
+    ids = store.feedback.add_feedback(
         [feedback("a::b", "success", 1.0, unit(1, 0)), feedback("a::c", "error", 2.0)], keep=10
     )
     assert ids == sorted(ids) and len(set(ids)) == 2
     assert store.data_version() != version  # cached results see new feedback
-    rows = store.list_feedback(vectors=True)
+    rows = store.feedback.list_feedback(vectors=True)
     assert [r.tool_id for r in rows] == ["a::c", "a::b"]
     first = rows[1]
     assert (first.id, first.created_at, first.query, first.outcome) == (
@@ -315,18 +319,20 @@ def test_feedback_log_appends_reads_newest_first_and_keeps_the_newest(store: Sto
     assert (first.shown, first.source, first.embedder) == (("a::b", "a::b"), "api", "m")
     assert rows[1].vector is not None and np.allclose(rows[1].vector, unit(1, 0))
     assert rows[0].vector is None
-    assert store.list_feedback()[1].vector is None  # vectors only when asked
-    assert [r.tool_id for r in store.list_feedback(tool_id="a::b")] == ["a::b"]
-    assert store.feedback_summary() == {
+    assert store.feedback.list_feedback()[1].vector is None  # vectors only when asked
+    assert [r.tool_id for r in store.feedback.list_feedback(tool_id="a::b")] == ["a::b"]
+    assert store.feedback.feedback_summary() == {
         "rows": 2, "success": 1, "error": 1, "tools": 2, "last_id": ids[1],
     }  # fmt: skip
-    store.add_feedback([feedback("a::d", "success", 3.0)], keep=2)
-    assert [r.tool_id for r in store.list_feedback()] == ["a::d", "a::c"]
+    store.feedback.add_feedback([feedback("a::d", "success", 3.0)], keep=2)
+    assert [r.tool_id for r in store.feedback.list_feedback()] == ["a::d", "a::c"]
 
 
 def test_feedback_clears_per_tool_and_whole(store: Store) -> None:
-    store.add_feedback([feedback(t, "success", 1.0) for t in ("a::b", "a::b", "a::c")], keep=10)
-    assert store.clear_feedback("a::b") == 2
-    assert [r.tool_id for r in store.list_feedback()] == ["a::c"]
-    assert store.clear_feedback() == 1
-    assert store.feedback_summary()["rows"] == 0
+    store.feedback.add_feedback(
+        [feedback(t, "success", 1.0) for t in ("a::b", "a::b", "a::c")], keep=10
+    )
+    assert store.feedback.clear_feedback("a::b") == 2
+    assert [r.tool_id for r in store.feedback.list_feedback()] == ["a::c"]
+    assert store.feedback.clear_feedback() == 1
+    assert store.feedback.feedback_summary()["rows"] == 0

@@ -69,7 +69,7 @@ def test_changed_description_remakes_that_tool(store: SQLiteStore) -> None:
 
 def test_changed_schema_remakes_that_tool(store: SQLiteStore) -> None:
     tools = tracker_tools()
-    cache = EnrichmentCache(store, OfflineEnricher(), clock=Clock())
+    cache = EnrichmentCache(store.enrichments, OfflineEnricher(), clock=Clock())
     before = cache.tool_hash(tools[0], None)
     new_schema = {"type": "object", "properties": {"title": {"type": "string"}}}
     changed = dataclasses.replace(tools[0], input_schema=new_schema)

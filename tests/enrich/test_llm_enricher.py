@@ -123,7 +123,9 @@ def test_failure_keeps_original_text_is_reported_and_retried_next_pass(
     pipeline.fields(tools)  # default answer is valid now
     again = pipeline.last_report
     assert (again.tools_made, again.tools_cached, again.tools_failed) == (1, 1, 0)
-    summary = {(kind, state): rows for _, kind, state, rows, _ in store.enrichment_summary()}
+    summary = {
+        (kind, state): rows for _, kind, state, rows, _ in store.enrichments.enrichment_summary()
+    }
     assert summary[("tool", "ok")] == 2
     assert ("tool", "failed") not in summary
 

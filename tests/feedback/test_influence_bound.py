@@ -27,7 +27,7 @@ def test_a_thousand_rows_move_only_the_requests_they_resemble(engine: Engine) ->
     train = [r["query"] for r in _lines(ROOT / "data/natural/metatool/queries.jsonl")]
     flood = random.Random(0).sample(train, 1000)
     vectors = engine.embedder.embed_query(flood)
-    engine.store.add_feedback(
+    engine.store.feedback.add_feedback(
         [
             FeedbackRecord(
                 0, time.time(), q, PROMOTED, "success", (), "api", engine.embedder.name, v

@@ -38,7 +38,7 @@ def test_copying_feedback_appends_every_row_oldest_first(tmp_path: Path) -> None
     source = SQLiteStore(f"sqlite:///{tmp_path / 'a.db'}")
     target = SQLiteStore(f"sqlite:///{tmp_path / 'b.db'}")
     try:
-        source.add_feedback(
+        source.feedback.add_feedback(
             [
                 FeedbackRecord(0, float(n), f"r{n}", "a::b", "success", (), "api", "m")
                 for n in range(3)
@@ -46,7 +46,7 @@ def test_copying_feedback_appends_every_row_oldest_first(tmp_path: Path) -> None
             keep=10,
         )
         assert copy_feedback(source, target) == 3
-        assert [r.query for r in target.list_feedback()] == ["r2", "r1", "r0"]
+        assert [r.query for r in target.feedback.list_feedback()] == ["r2", "r1", "r0"]
     finally:
         source.close()
         target.close()
@@ -57,12 +57,12 @@ def test_rows_of_another_model_are_embedded_again_when_carried_over(
 ) -> None:
     source = SQLiteStore(f"sqlite:///{tmp_path / 'old.db'}")
     try:
-        source.add_feedback(
+        source.feedback.add_feedback(
             [FeedbackRecord(0, 1.0, REQUEST, RIGHT, "success", (), "api", "old-model")], keep=10
         )
         assert engine.feedback.carry_over(source) == 1
     finally:
         source.close()
-    (row,) = engine.store.list_feedback(vectors=True)
+    (row,) = engine.store.feedback.list_feedback(vectors=True)
     assert row.embedder == engine.embedder.name and row.vector is not None
     assert row.vector.shape == (engine.embedder.dim,)

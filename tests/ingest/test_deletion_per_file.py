@@ -43,7 +43,7 @@ def test_a_broken_tool_file_keeps_only_its_own_tool_and_other_deletions_proceed(
     root = tmp_path / "tools"
     write_tools(root)
     sync(engine, [ToolDirectory(root)])
-    assert {t.id for t in engine.store.list_tools()} == {
+    assert {t.id for t in engine.store.tools.list_tools()} == {
         "mcptools:alpha:one",
         "mcptools:alpha:two",
         "mcptools:beta:three",
@@ -53,7 +53,7 @@ def test_a_broken_tool_file_keeps_only_its_own_tool_and_other_deletions_proceed(
     summary = sync(engine, [ToolDirectory(root)]).sources[0]
 
     assert summary.deleted == 1
-    assert {t.id for t in engine.store.list_tools()} == {
+    assert {t.id for t in engine.store.tools.list_tools()} == {
         "mcptools:alpha:one",
         "mcptools:beta:three",
     }
@@ -76,7 +76,7 @@ def test_an_unreadable_entry_that_names_nothing_still_keeps_every_tool_of_its_so
     report = engine.index([damaged], prune=True)
 
     assert report.deleted == 0
-    assert {t.id for t in engine.store.list_tools()} == {"a", "b", "c"}
+    assert {t.id for t in engine.store.tools.list_tools()} == {"a", "b", "c"}
 
 
 @pytest.fixture(scope="module")

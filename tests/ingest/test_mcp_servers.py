@@ -120,7 +120,7 @@ def test_failed_server_keeps_its_tools_and_others_still_sync(
     assert failed.error is not None and "'files'" in failed.error
     assert failed.failed == 1 and failed.deleted == 0
     assert ok.added == 1
-    assert {t.id for t in engine.store.list_tools()} == {
+    assert {t.id for t in engine.store.tools.list_tools()} == {
         "files::read_file",
         "files::write_file",
         "mail::send_mail",

@@ -109,7 +109,10 @@ def test_deleted_tool_file_disappears_and_other_sources_are_untouched(
     assert (summary.deleted, summary.added, summary.updated + summary.unchanged) == (1, 0, 1)
     assert report.sources[0].to_dict()["failed"] == 0
     # Both folders list a tool with id mcptools:demo:one / three; ids are per layout.
-    assert {t.id for t in engine.store.list_tools()} == {"mcptools:demo:one", "mcptools:demo:three"}
+    assert {t.id for t in engine.store.tools.list_tools()} == {
+        "mcptools:demo:one",
+        "mcptools:demo:three",
+    }
 
 
 def test_a_folder_that_vanished_keeps_its_tools(engine: Engine, tmp_path: Path) -> None:

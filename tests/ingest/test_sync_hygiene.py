@@ -112,7 +112,7 @@ def test_same_name_in_two_files_gives_two_tools_and_a_shared_id_warns(
     engine.index([CatalogFile(one).read()])
     report = engine.index([CatalogFile(two).read()])
     assert report.warnings == [] and report.added == 1
-    assert {t.id for t in engine.store.list_tools()} == {"one::search", "two::search"}
+    assert {t.id for t in engine.store.tools.list_tools()} == {"one::search", "two::search"}
 
     explicit = {**fn, "id": "web_search"}
     one.write_text(json.dumps([explicit]), encoding="utf-8")

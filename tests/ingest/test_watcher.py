@@ -99,7 +99,7 @@ def test_created_modified_and_deleted_tool_files_are_reflected_in_search(
 
     (root / "mcptools" / "notes" / "archive_note.py").unlink()
     run.wait_for(lambda s: s.deleted == 1)
-    assert {t.id for t in engine.store.list_tools()} == {"mcptools:notes:save_note"}
+    assert {t.id for t in engine.store.tools.list_tools()} == {"mcptools:notes:save_note"}
 
 
 def test_a_broken_save_is_reported_and_the_fixed_save_is_indexed(
@@ -131,7 +131,7 @@ def test_a_broken_file_holds_back_only_its_own_tool_while_a_deletion_elsewhere_p
     run.wait_for(lambda s: bool(s.problems))
     gone.unlink()
     summary = run.wait_for(lambda s: s.deleted == 1)
-    assert {t.id for t in engine.store.list_tools()} == {"mcptools:notes:convert"}
+    assert {t.id for t in engine.store.tools.list_tools()} == {"mcptools:notes:convert"}
     assert any(
         p.location == str(broken) and "'mcptools:notes:convert'" in p.message
         for p in summary.problems

@@ -14,7 +14,7 @@ from toolscout.skills.classify import KEEP_FLOOR, PRIMARY_FLOOR
 def test_indexing_gives_every_tool_one_to_three_skills_with_confidences(
     skills_engine: Engine,
 ) -> None:
-    assigned = skills_engine.store.assignments([t.id for t in CATALOG])
+    assigned = skills_engine.store.skills.assignments([t.id for t in CATALOG])
     assert set(assigned) == {t.id for t in CATALOG}
     for rows in assigned.values():
         assert 1 <= len(rows) <= 3
@@ -37,7 +37,7 @@ def test_obvious_tools_land_in_their_skill(skills_engine: Engine) -> None:
         "fs::read_file": "file_operations",
         "stocks::get_stock_quote": "finance_markets",
     }
-    assigned = skills_engine.store.assignments(list(expected))
+    assigned = skills_engine.store.skills.assignments(list(expected))
     for tool_id, skill_id in expected.items():
         top = assigned[tool_id][0]
         assert (top.skill_id, top.is_primary) == (skill_id, True), tool_id
@@ -46,7 +46,7 @@ def test_obvious_tools_land_in_their_skill(skills_engine: Engine) -> None:
 def test_a_tool_no_skill_fits_is_uncategorized(skills_engine: Engine) -> None:
     odd = Tool("misc::frobnicate", "frobnicate", "Frobnicate the quux widget harmonics.")
     skills_engine.index([Loaded("misc", [odd])])
-    rows = skills_engine.store.assignments([odd.id])[odd.id]
+    rows = skills_engine.store.skills.assignments([odd.id])[odd.id]
     assert 1 <= len(rows) <= 3
     assert not any(a.is_primary for a in rows)
     hits: list[ToolHit] = skills_engine.search_in_skills(
@@ -77,9 +77,9 @@ def test_a_changed_tool_is_reclassified_on_index(skills_engine: Engine) -> None:
         server="weather",
     )
     skills_engine.index([Loaded("tests", [changed])])
-    top = skills_engine.store.assignments([changed.id])[changed.id][0]
+    top = skills_engine.store.skills.assignments([changed.id])[changed.id][0]
     assert top.skill_id == "weather"
-    state = skills_engine.store.classification_state()[changed.id]
+    state = skills_engine.store.skills.classification_state()[changed.id]
     assert state == (changed.content_hash, "done")
 
 
@@ -92,23 +92,23 @@ def test_a_failed_classification_is_recorded_and_retried(skills_engine: Engine) 
         )
     report = skills_engine.classify(all=True)
     assert report.failed == ["fs::read_file"] and report.errors == 1
-    assert store.classification_state()["fs::read_file"][1] == "failed"
+    assert store.skills.classification_state()["fs::read_file"][1] == "failed"
     again = skills_engine.classify()
     assert again.total == 1 and again.failed == ["fs::read_file"]
     skills_engine.delete(["fs::read_file"])
     fixed = Tool("fs::read_file", "read_file", "Read the contents of a file from disk.")
     skills_engine.index([Loaded("tests", [fixed])])
-    assert store.classification_state()["fs::read_file"] == (fixed.content_hash, "done")
+    assert store.skills.classification_state()["fs::read_file"] == (fixed.content_hash, "done")
     assert skills_engine.classify().total == 0
 
 
 def _centroid(engine: Engine, skill_id: str) -> np.ndarray:
-    return engine.store.skill_vectors()[skill_id]
+    return engine.store.skills.skill_vectors()[skill_id]
 
 
 def test_skill_vector_is_the_weighted_centroid_of_its_tools(skills_engine: Engine) -> None:
     store = skills_engine.store
-    members = store.skill_members(["email"])["email"]
+    members = store.skills.skill_members(["email"])["email"]
     vectors = store.vectors([t for t, _ in members])
     expected = weighted_centroid(members, vectors)
     assert expected is not None
@@ -120,7 +120,7 @@ def test_skill_vector_follows_membership_changes(skills_engine: Engine) -> None:
     before = _centroid(skills_engine, "email")
     skills_engine.delete(["gmail::send_email"])
     after = _centroid(skills_engine, "email")
-    members = skills_engine.store.skill_members(["email"])["email"]
+    members = skills_engine.store.skills.skill_members(["email"])["email"]
     assert "gmail::send_email" not in [t for t, _ in members]
     assert not np.allclose(before, after)
     expected = weighted_centroid(members, skills_engine.store.vectors([t for t, _ in members]))
@@ -149,9 +149,9 @@ def test_the_next_index_run_classifies_tools_a_killed_run_wrote_but_never_classi
         for tool_id in lost:
             conn.execute("DELETE FROM tool_skills WHERE tool_id = ?", (tool_id,))
             conn.execute("DELETE FROM tool_classification WHERE tool_id = ?", (tool_id,))
-    assert not set(lost) & set(skills_engine.store.classification_state())
+    assert not set(lost) & set(skills_engine.store.skills.classification_state())
     report = skills_engine.index([Loaded("tests", list(CATALOG))])
     assert report.added == report.updated == 0
-    assert set(lost) <= set(skills_engine.store.classification_state())
-    assigned = skills_engine.store.assignments(lost)
+    assert set(lost) <= set(skills_engine.store.skills.classification_state())
+    assigned = skills_engine.store.skills.assignments(lost)
     assert all(assigned.get(tool_id) for tool_id in lost), assigned

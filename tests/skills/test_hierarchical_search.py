@@ -68,8 +68,8 @@ def test_the_safety_net_still_finds_a_tool_filed_under_another_skill(
 ) -> None:
     store = skills_engine.store
     misfiled = SkillAssignment("gmail::send_email", "weather", 0.9, True)
-    tool = store.get("gmail::send_email")
-    store.replace_assignments([Classified(tool.id, tool.content_hash, "test", (misfiled,))])
+    tool = store.tools.get("gmail::send_email")
+    store.skills.replace_assignments([Classified(tool.id, tool.content_hash, "test", (misfiled,))])
     query = "send an email message to my colleague"
     with_net, meta = find(skills_engine, query, limit=5, tool_threshold=0.0)
     # BR-001: a tool outside the matched skills comes only from a fallback, which says so.
@@ -232,7 +232,7 @@ def test_tool_with_no_skills_is_found_only_by_direct(
         for match in engine.skills.list():
             engine.skills.reactivate(match.skill.id)
         engine.index([Loaded("tests", list(CATALOG))])
-        assert engine.store.assignments([lone.id]) == {}
+        assert engine.store.skills.assignments([lone.id]) == {}
         hier, meta = find(engine, "send an email message", limit=10, tool_threshold=0.0)
         direct, _ = find(
             engine, "send an email message", limit=10, tool_threshold=0.0, strategy=Strategy.DIRECT

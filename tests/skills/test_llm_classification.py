@@ -61,8 +61,12 @@ def make(
 
 
 def top(engine: Engine, tool_id: str) -> tuple[str, float, str]:
-    rows = engine.store.assignments([tool_id])[tool_id]
-    return rows[0].skill_id, rows[0].confidence, engine.store.classification_state()[tool_id][1]
+    rows = engine.store.skills.assignments([tool_id])[tool_id]
+    return (
+        rows[0].skill_id,
+        rows[0].confidence,
+        engine.store.skills.classification_state()[tool_id][1],
+    )
 
 
 def classifier_of(engine: Engine, tool_id: str) -> str:
@@ -79,7 +83,7 @@ def test_a_valid_llm_answer_assigns_its_skills(make: Make, double: OpenAIDouble)
                          {"skill_id": "email", "confidence": 0.3}], "proposed_skill": None})
     )  # fmt: skip
     engine.index([Loaded("acme", [TOOL])])
-    rows = engine.store.assignments([TOOL.id])[TOOL.id]
+    rows = engine.store.skills.assignments([TOOL.id])[TOOL.id]
     assert [(a.skill_id, a.confidence, a.is_primary) for a in rows] == [
         ("messaging", 0.92, True),
         ("email", 0.3, False),
@@ -198,7 +202,7 @@ def test_batch_classification_with_the_llm_runs_concurrently_and_falls_back_per_
     report = engine.classify(all=True, concurrency=4)
     assert report.total == report.processed == len(CATALOG) and report.errors == 0
     assert len(double.requests) == len(CATALOG)
-    states = engine.store.classification_state()
+    states = engine.store.skills.classification_state()
     assert all(states[t.id][1] == "done" for t in CATALOG)
     used = {classifier_of(engine, t.id) for t in CATALOG}
     assert used == {"llm:openai-compatible:double-model", "offline (llm fallback)"}

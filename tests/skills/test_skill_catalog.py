@@ -74,9 +74,9 @@ def test_list_reports_tool_counts(skills_engine: Engine) -> None:
 
 
 def test_deactivate_keeps_assignments(skills_engine: Engine) -> None:
-    before = skills_engine.store.assignments(["gmail::send_email"])
+    before = skills_engine.store.skills.assignments(["gmail::send_email"])
     skills_engine.skills.deactivate("email")
-    assert skills_engine.store.assignments(["gmail::send_email"]) == before
+    assert skills_engine.store.skills.assignments(["gmail::send_email"]) == before
     listed = {m.skill.id: m for m in skills_engine.skills.list()}
     assert listed["email"].skill.is_active is False
     assert listed["email"].tool_count >= 4

@@ -112,14 +112,14 @@ def scope_filter(engine: Engine, scope: str) -> SearchScope:
     store = engine.store
 
     def named(column: str) -> set[str]:
-        return {v for v in store.counts_by(column) if v and v != "None"}  # "None": no value
+        return {v for v in store.tools.counts_by(column) if v and v != "None"}  # "None": no value
 
     if scope in named("source"):
         return SearchScope(sources=(scope,))
     if scope in named("server"):
         return SearchScope(servers=(scope,))
     if scope in named("category"):
-        return SearchScope(tool_ids=tuple(store.ids_where("category", scope)))
+        return SearchScope(tool_ids=tuple(store.tools.ids_where("category", scope)))
     valid = ", ".join(["all", *sorted(set().union(*(named(c) for c in GROUPS)))])
     raise QueryError("scope", f"unknown scope {scope!r}; valid: {valid}")
 

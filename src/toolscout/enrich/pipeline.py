@@ -39,7 +39,9 @@ class EnrichmentPipeline:
     ) -> None:
         self.store = store
         self.enricher = enricher
-        self.cache = EnrichmentCache(store, enricher, max_age_days=max_age_days, clock=clock)
+        self.cache = EnrichmentCache(
+            store.enrichments, enricher, max_age_days=max_age_days, clock=clock
+        )
         self.last_report = EnrichReport()
         self.totals = EnrichReport()
 
@@ -88,9 +90,9 @@ class EnrichmentPipeline:
         if not servers:
             return []
         # Ids first (cheap), full tools only for the few not loaded: a full sync loads them all.
-        ids = self.store.hashes(Filters(servers=tuple(servers)))
+        ids = self.store.tools.hashes(Filters(servers=tuple(servers)))
         missing = sorted(i for i in ids if i not in tools and i not in dropped)
-        found = self.store.get_many(missing) if missing else {}
+        found = self.store.tools.get_many(missing) if missing else {}
         return [found[i] for i in missing if i in found]
 
     def status(self, server: str) -> dict[str, Any]:
@@ -101,7 +103,7 @@ class EnrichmentPipeline:
         if not tools:
             tools = [t for t in iter_tools(self.store) if group_key(t) == server]
         name = self.enricher.name
-        record = self.store.get_enrichments("profile", [server], name).get(server)
+        record = self.store.enrichments.get_enrichments("profile", [server], name).get(server)
         profile_hash = self.cache.profile_hash(tools) if tools else ""
         profile: dict[str, Any] = {"state": "missing"}
         if record is not None:
@@ -110,7 +112,7 @@ class EnrichmentPipeline:
             profile = {"state": state, "created_at": record.created_at, "error": record.error}
             if record.status == "ok":
                 profile["profile"] = _json(record.payload)
-        rows = self.store.get_enrichments("tool", [t.id for t in tools], name)
+        rows = self.store.enrichments.get_enrichments("tool", [t.id for t in tools], name)
         counts = {"fresh": 0, "stale": 0, "failed": 0, "missing": 0}
         for tool in tools:
             row = rows.get(tool.id)
@@ -139,7 +141,7 @@ class EnrichmentPipeline:
         Raises: StoreError."""
         by_state: dict[str, dict[str, dict[str, int]]] = {}
         tokens = 0
-        for enricher, kind, status, rows, spent in self.store.enrichment_summary():
+        for enricher, kind, status, rows, spent in self.store.enrichments.enrichment_summary():
             by_state.setdefault(enricher, {}).setdefault(kind, {})[status] = rows
             tokens += spent
         t = self.totals
@@ -159,7 +161,7 @@ def iter_tools(store: Store, filters: Filters | None = None) -> Iterator[Tool]:
     Raises: StoreError."""
     offset = 0
     while True:
-        page = store.list_tools(filters, offset=offset, limit=PAGE)
+        page = store.tools.list_tools(filters, offset=offset, limit=PAGE)
         yield from page
         if len(page) < PAGE:
             return

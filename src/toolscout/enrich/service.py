@@ -64,7 +64,7 @@ class EnrichmentService:
         changed. Returns the enrichment report plus how many tools were re-indexed."""
         pipeline = self._require()
         fields = pipeline.fields(tools, force=force, progress=progress)
-        existing = self.store.hashes(Filters(tool_ids=tuple(t.id for t in tools)))
+        existing = self.store.tools.hashes(Filters(tool_ids=tuple(t.id for t in tools)))
         todo: list[Prepared] = []
         for tool in tools:
             prepared = prepare(tool, fields.get(tool.id))

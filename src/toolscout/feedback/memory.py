@@ -145,7 +145,7 @@ class RequestMemory:
         with self._lock:
             if version is not None and version == self._version:
                 return self._snapshot
-            summary = self.store.feedback_summary()
+            summary = self.store.feedback.feedback_summary()
             key = (summary["rows"], summary["last_id"])
             if key != self._snapshot.key:
                 self._snapshot = self._build(key)
@@ -159,7 +159,7 @@ class RequestMemory:
         half_life = max(self.params.half_life_days, 1e-6) * SECONDS_PER_DAY
         weight: dict[tuple[str, str], float] = {}
         first: dict[tuple[str, str], FeedbackRecord] = {}
-        for r in self.store.list_feedback(limit=self.keep, vectors=True):
+        for r in self.store.feedback.list_feedback(limit=self.keep, vectors=True):
             if not r.query:
                 continue
             pair = (r.query, r.tool_id)

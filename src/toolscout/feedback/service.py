@@ -94,7 +94,7 @@ class FeedbackService:
             raise QueryError("tool_id", "must name the tool that was called")
         if not self.config.enabled:
             return None
-        self.store.get(tool_id)  # only indexed tools: raises ToolNotFound
+        self.store.tools.get(tool_id)  # only indexed tools: raises ToolNotFound
         vector = None
         if text:
             vector = np.asarray(self.embedder.embed_query([text]), dtype=np.float32)[0]
@@ -109,7 +109,7 @@ class FeedbackService:
             embedder=self.embedder.name,
             vector=vector,
         )
-        return self.store.add_feedback([record], keep=self.config.keep)[0]
+        return self.store.feedback.add_feedback([record], keep=self.config.keep)[0]
 
     def carry_over(self, source: Store) -> int:
         """Append ``source``'s log to this index's (``index --rebuild``), oldest first; requests
@@ -117,7 +117,7 @@ class FeedbackService:
         rebuild does not pay for it. Returns how many rows were copied.
 
         Raises: StoreError, EmbedError."""
-        rows = list(reversed(source.list_feedback(limit=ALL_ROWS, vectors=True)))
+        rows = list(reversed(source.feedback.list_feedback(limit=ALL_ROWS, vectors=True)))
         stale = [i for i, r in enumerate(rows) if r.query and r.embedder != self.embedder.name]
         for start in range(0, len(stale), EMBED_BATCH):
             batch = stale[start : start + EMBED_BATCH]
@@ -127,7 +127,7 @@ class FeedbackService:
                     rows[i], embedder=self.embedder.name, vector=np.asarray(vector, np.float32)
                 )
         if rows:
-            self.store.add_feedback(rows, keep=max(self.config.keep, 1))
+            self.store.feedback.add_feedback(rows, keep=max(self.config.keep, 1))
         return len(rows)
 
     def log(self, *, tool_id: str | None = None, limit: int = 100) -> list[FeedbackRecord]:
@@ -136,19 +136,19 @@ class FeedbackService:
         Raises: QueryError (limit outside 1..10000), StoreError."""
         if not 1 <= limit <= 10_000:
             raise QueryError("limit", "must be between 1 and 10000")
-        return self.store.list_feedback(tool_id=tool_id, limit=limit)
+        return self.store.feedback.list_feedback(tool_id=tool_id, limit=limit)
 
     def clear(self, tool_id: str | None = None) -> int:
         """Delete the recorded calls (of one tool when given); returns how many.
 
         Raises: StoreError."""
-        return self.store.clear_feedback(tool_id)
+        return self.store.feedback.clear_feedback(tool_id)
 
     def summary(self) -> dict[str, Any]:
         """Counts for ``info``: rows, successes, errors, tools called, and whether it is on.
 
         Raises: StoreError."""
-        counts = self.store.feedback_summary()
+        counts = self.store.feedback.feedback_summary()
         return {
             "enabled": self.config.enabled,
             "rows": counts["rows"],
@@ -164,7 +164,7 @@ class FeedbackService:
 
         Raises: StoreError."""
         by_tool: dict[str, dict[str, Any]] = {}
-        for r in self.store.list_feedback(limit=self.config.keep):
+        for r in self.store.feedback.list_feedback(limit=self.config.keep):
             entry = by_tool.setdefault(
                 r.tool_id, {"tool_id": r.tool_id, "success": 0, "error": 0, "requests": []}
             )

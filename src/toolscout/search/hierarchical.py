@@ -111,12 +111,12 @@ class HierarchicalSearcher:
         by the caller) moves."""
         if version is not None and self._index is not None and self._index[0] == version:
             return self._index[1]
-        centroids = self.store.skill_vectors()
-        profiles = self.store.skill_profiles()
-        counts = self.store.skill_tool_counts()
+        centroids = self.store.skills.skill_vectors()
+        profiles = self.store.skills.skill_profiles()
+        counts = self.store.skills.skill_tool_counts()
         rows: list[Vectors] = []
         skills: list[Skill] = []
-        for skill in self.store.list_skills(include_inactive=False):
+        for skill in self.store.skills.list_skills(include_inactive=False):
             vec = centroids.get(skill.id)
             if vec is None and skill.id in profiles:
                 vec = profiles[skill.id][1]
@@ -187,9 +187,9 @@ class HierarchicalSearcher:
         ``primary_skill_id`` is the assignment marked primary, else the most confident one
         (assignments come most confident first), so it is always one of ``skill_ids``."""
         ids = [r.id for r in ranked]
-        tools = self.store.light_rows(ids)
-        assigned = self.store.assignments(ids)
-        schemas = self.store.schemas(ids) if include_schemas else {}
+        tools = self.store.tools.light_rows(ids)
+        assigned = self.store.skills.assignments(ids)
+        schemas = self.store.tools.schemas(ids) if include_schemas else {}
         out: list[ToolHit] = []
         for r in ranked:
             found = tools.get(r.id)
@@ -263,7 +263,7 @@ class HierarchicalSearcher:
             matched,
             metadata,
             no_match=unlikely or not tools,
-            load_schemas=self.store.schemas,
+            load_schemas=self.store.tools.schemas,
         )
 
     def _direct(self, req: SearchRequest, vectors: Vectors, state: IndexState) -> _Stages:
@@ -320,7 +320,7 @@ class HierarchicalSearcher:
             places=req.limit,
         )  # fmt: skip
         active = {s.id for s in self.skill_index(state.version).skills}
-        assigned = self.store.assignments([r.id for r in net])
+        assigned = self.store.skills.assignments([r.id for r in net])
         inside: dict[str, Ranked] = {}
         outside: dict[str, Ranked] = {}
         first_outside = False

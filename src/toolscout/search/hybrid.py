@@ -292,7 +292,7 @@ class HybridSearcher:
         """The candidates the ranker re-scores (the first ``candidates`` fused hits) and their
         feature rows (search/rank.py); the fit script reads the same rows."""
         ids = [h.id for h in legs.fused[: self.config.candidates]]
-        return ids, features(legs, ids, tokens, self.store.get_many(ids))
+        return ids, features(legs, ids, tokens, self.store.tools.get_many(ids))
 
     def _rerank(
         self, ranker: Ranker, legs: Legs, tokens: list[str]
@@ -412,7 +412,7 @@ class HybridSearcher:
         if not key:
             return fused
         head = fused[:20]
-        tools = self.store.get_many([h.id for h in head])
+        tools = self.store.tools.get_many([h.id for h in head])
         exact = [h.id for h in head if h.id in tools and identifier_key(tools[h.id].name) == key]
         if not exact:
             return fused

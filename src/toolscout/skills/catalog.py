@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from toolscout.errors import SkillError
 from toolscout.models import Skill, SkillMatch
-from toolscout.store.base import Store
+from toolscout.store.base import SkillStore
 from toolscout.store.sql.rows import now_iso
 
 SKILL_ID = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -134,8 +134,8 @@ class SkillCatalog:
     """CRUD over the store's skills. ``on_change`` runs after every write with the skill ids
     whose text or state changed (the engine refreshes skill vectors there)."""
 
-    def __init__(self, store: Store, on_change: Callable[[list[str]], None] | None = None):
-        self.store = store
+    def __init__(self, skills: SkillStore, on_change: Callable[[list[str]], None] | None = None):
+        self.skills = skills
         self._on_change = on_change or (lambda ids: None)
 
     def create(self, skill: Skill) -> Skill:
@@ -151,13 +151,13 @@ class SkillCatalog:
             raise SkillError("name: must not be empty")
         stamp = now_iso()
         stored = replace(skill, created_at=stamp, updated_at=stamp)
-        self.store.insert_skill(stored)
+        self.skills.insert_skill(stored)
         self._on_change([stored.id])
         return stored
 
     def get(self, skill_id: str) -> Skill:
         """Raises: SkillNotFound."""
-        return self.store.get_skill(skill_id)
+        return self.skills.get_skill(skill_id)
 
     def update(self, skill_id: str, **changes: Any) -> Skill:
         """Change some of name, description, keywords, examples, parent, is_active.
@@ -168,7 +168,7 @@ class SkillCatalog:
         unknown = sorted(set(changes) - set(_EDITABLE))
         if unknown:
             raise SkillError(f"{unknown[0]}: not an editable skill field; use one of {_EDITABLE}")
-        current = self.store.get_skill(skill_id)
+        current = self.skills.get_skill(skill_id)
         merged = {**current.to_dict(), **changes}
         merged.pop("created_at"), merged.pop("updated_at")
         try:
@@ -176,16 +176,16 @@ class SkillCatalog:
         except ValidationError as exc:
             raise SkillError(_validation_message(exc, skill_id)) from None
         updated = replace(spec, created_at=current.created_at, updated_at=now_iso())
-        self.store.update_skill(updated)
+        self.skills.update_skill(updated)
         self._on_change([skill_id])
         return updated
 
     def list(self, *, include_inactive: bool = True) -> list[SkillMatch]:
         """Skills with their tool counts (score 0), ordered by id."""
-        counts = self.store.skill_tool_counts()
+        counts = self.skills.skill_tool_counts()
         return [
             SkillMatch(s, 0.0, counts.get(s.id, 0))
-            for s in self.store.list_skills(include_inactive=include_inactive)
+            for s in self.skills.list_skills(include_inactive=include_inactive)
         ]
 
     def deactivate(self, skill_id: str) -> Skill:
@@ -201,13 +201,15 @@ class SkillCatalog:
         count = 0
         changed: list[str] = []
         stamp = now_iso()
-        existing = {s.id: s for s in self.store.list_skills()}
+        existing = {s.id: s for s in self.skills.list_skills()}
         for skill in skills:
             old = existing.get(skill.id)
             if old is None:
-                self.store.insert_skill(replace(skill, created_at=stamp, updated_at=stamp))
+                self.skills.insert_skill(replace(skill, created_at=stamp, updated_at=stamp))
             elif _content(old) != _content(skill):
-                self.store.update_skill(replace(skill, created_at=old.created_at, updated_at=stamp))
+                self.skills.update_skill(
+                    replace(skill, created_at=old.created_at, updated_at=stamp)
+                )
             else:
                 count += 1
                 continue
@@ -235,7 +237,7 @@ class SkillCatalog:
         target = Path(path)
         skills = [
             {k: v for k, v in s.to_dict().items() if k not in ("created_at", "updated_at")}
-            for s in self.store.list_skills()
+            for s in self.skills.list_skills()
         ]
         payload = {"skills": skills}
         if target.suffix in (".yaml", ".yml"):

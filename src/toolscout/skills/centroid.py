@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 from toolscout.embed.base import Embedder
 from toolscout.models import Skill
 from toolscout.search.document import readable_name
-from toolscout.store.base import Store
+from toolscout.store.base import SkillStore, Store
 
 Vector = NDArray[np.float32]
 
@@ -36,15 +36,15 @@ def profile_hash(skill: Skill) -> str:
     return hashlib.sha256(profile_text(skill).encode("utf-8")).hexdigest()
 
 
-def refresh_profiles(store: Store, embedder: Embedder) -> int:
+def refresh_profiles(skills: SkillStore, embedder: Embedder) -> int:
     """Embed every skill whose profile text changed since it was last embedded (one batch).
 
     Returns how many were embedded. Raises: EmbedError, StoreError.
     """
-    known = store.skill_profiles()
+    known = skills.skill_profiles()
     stale = [
         s
-        for s in store.list_skills()
+        for s in skills.list_skills()
         if s.id not in known
         or known[s.id][0] != profile_hash(s)
         or known[s.id][1].shape != (embedder.dim,)
@@ -53,7 +53,7 @@ def refresh_profiles(store: Store, embedder: Embedder) -> int:
         return 0
     vectors = embedder.embed([profile_text(s) for s in stale])
     for skill, vector in zip(stale, vectors, strict=True):
-        store.set_skill_profile(skill.id, vector, profile_hash(skill))
+        skills.set_skill_profile(skill.id, vector, profile_hash(skill))
     return len(stale)
 
 
@@ -85,8 +85,8 @@ def recompute_centroids(store: Store, skill_ids: Iterable[str]) -> int:
     ids = sorted(set(skill_ids))
     if not ids:
         return 0
-    members = store.skill_members(ids)
+    members = store.skills.skill_members(ids)
     tool_ids = sorted({t for rows in members.values() for t, _ in rows})
     vectors = store.vectors(tool_ids)
-    store.set_skill_vectors({sid: weighted_centroid(members[sid], vectors) for sid in ids})
+    store.skills.set_skill_vectors({sid: weighted_centroid(members[sid], vectors) for sid in ids})
     return len(ids)

@@ -31,7 +31,7 @@ from toolscout.embed.base import Embedder
 from toolscout.errors import ToolscoutError
 from toolscout.models import ClassifyProgress, ClassifyReport, SkillAssignment, Tool
 from toolscout.skills.centroid import recompute_centroids, refresh_profiles
-from toolscout.store.base import Classified, Store
+from toolscout.store.base import Classified, SkillStore, Store
 
 log = logging.getLogger("toolscout.skills")
 
@@ -103,16 +103,16 @@ class OfflineClassifier:
 
     name = "offline"
 
-    def __init__(self, store: Store, embedder: Embedder) -> None:
-        self.store = store
+    def __init__(self, skills: SkillStore, embedder: Embedder) -> None:
+        self.skills = skills
         self.embedder = embedder
         self._ids: list[str] = []
         self._matrix: Vector = np.zeros((0, embedder.dim), dtype=np.float32)
 
     def prepare(self) -> None:
-        refresh_profiles(self.store, self.embedder)
-        active = {s.id for s in self.store.list_skills(include_inactive=False)}
-        profiles = self.store.skill_profiles()
+        refresh_profiles(self.skills, self.embedder)
+        active = {s.id for s in self.skills.list_skills(include_inactive=False)}
+        profiles = self.skills.skill_profiles()
         self._ids = sorted(i for i in profiles if i in active)
         self._matrix = (
             np.stack([profiles[i][1] for i in self._ids])
@@ -146,12 +146,12 @@ def to_assignments(tool_id: str, verdict: Verdict) -> tuple[SkillAssignment, ...
 def select_tools(store: Store, *, everything: bool, ids: Sequence[str] | None = None) -> list[str]:
     """Tool ids to classify: those never classified, failed, or changed since (all with
     ``everything``), restricted to ``ids`` when given."""
-    hashes = store.hashes()
+    hashes = store.tools.hashes()
     if ids is not None:
         hashes = {i: hashes[i] for i in ids if i in hashes}
     if everything:
         return sorted(hashes)
-    state = store.classification_state()
+    state = store.skills.classification_state()
     return sorted(
         tid for tid, (content, _) in hashes.items() if state.get(tid) != (content, "done")
     )
@@ -189,7 +189,7 @@ def run_batch(
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         for start in range(0, total, CHUNK):
             chunk = list(tool_ids[start : start + CHUNK])
-            tools = store.get_many(chunk)
+            tools = store.tools.get_many(chunk)
             vectors = store.vectors(chunk)
             present = [tools[t] for t in chunk if t in tools]
             done += len(chunk) - len(present)  # deleted meanwhile: nothing to do
@@ -202,7 +202,7 @@ def run_batch(
                 done += 1
                 if isinstance(outcome, Exception):
                     log.warning("classifying %s failed: %s", tool.id, outcome)
-                    store.mark_classify_failed(tool.id, tool.content_hash, str(outcome))
+                    store.skills.mark_classify_failed(tool.id, tool.content_hash, str(outcome))
                     failed.append(tool.id)
                 else:
                     assigned = to_assignments(tool.id, outcome)
@@ -213,6 +213,6 @@ def run_batch(
                         on_proposal(tool.id, outcome.proposal)
                 if progress:
                     progress(ClassifyProgress(done, total, len(failed)))
-            changed |= store.replace_assignments(batch)
+            changed |= store.skills.replace_assignments(batch)
     recompute_centroids(store, changed)
     return ClassifyReport(done, total, len(failed), failed)

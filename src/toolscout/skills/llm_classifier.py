@@ -18,7 +18,7 @@ from toolscout.errors import EnrichError
 from toolscout.models import Skill, Tool
 from toolscout.skills.catalog import SKILL_ID
 from toolscout.skills.classify import OfflineClassifier, ProposedSkill, Vector, Verdict
-from toolscout.store.base import Store
+from toolscout.store.base import SkillStore
 
 log = logging.getLogger("toolscout.skills")
 
@@ -69,10 +69,10 @@ _EXAMPLE = {"skills": [{"skill_id": "email", "confidence": 0.9}], "proposed_skil
 class LLMClassifier:
     """Classifies with ``llm``; falls back to ``offline`` per tool."""
 
-    def __init__(self, llm: LLM, offline: OfflineClassifier, store: Store) -> None:
+    def __init__(self, llm: LLM, offline: OfflineClassifier, skills: SkillStore) -> None:
         self.llm = llm
         self.offline = offline
-        self.store = store
+        self.skills = skills
         self._skills: list[Skill] = []
 
     @property
@@ -81,7 +81,7 @@ class LLMClassifier:
 
     def prepare(self) -> None:
         self.offline.prepare()
-        self._skills = self.store.list_skills(include_inactive=False)
+        self._skills = self.skills.list_skills(include_inactive=False)
 
     def classify(self, tool: Tool, vector: Vector | None) -> Verdict:
         """Raises: ToolscoutError only when the offline fallback cannot classify either."""

@@ -43,12 +43,12 @@ class SkillService:
         self.embedder = embedder
         self.starter = starter
         self.concurrency = concurrency
-        self.catalog = SkillCatalog(store, on_change=self._catalog_changed)
-        self.offline = OfflineClassifier(store, embedder)
+        self.catalog = SkillCatalog(store.skills, on_change=self._catalog_changed)
+        self.offline = OfflineClassifier(store.skills, embedder)
         self.classifier: Classifier = (
-            LLMClassifier(llm, self.offline, store) if llm is not None else self.offline
+            LLMClassifier(llm, self.offline, store.skills) if llm is not None else self.offline
         )
-        self.suggestions = SuggestionQueue(store, self.catalog, self._reclassify)
+        self.suggestions = SuggestionQueue(store.skills, self.catalog, self._reclassify)
 
     def seed(self) -> bool:
         """Load the starter catalog into an index that never had skills (nothing when the
@@ -57,14 +57,14 @@ class SkillService:
         Raises: StoreError, EmbedError."""
         if not self.starter or self.store.get_meta("skills_seeded") is not None:
             return False
-        seeded = not self.store.list_skills()
+        seeded = not self.store.skills.list_skills()
         if seeded:
             self.catalog.upsert_many(starter_skills())
         self.store.set_meta("skills_seeded", "starter" if seeded else "existing")
         return seeded
 
     def _catalog_changed(self, skill_ids: list[str]) -> None:
-        refresh_profiles(self.store, self.embedder)
+        refresh_profiles(self.store.skills, self.embedder)
 
     def _reclassify(self, tool_ids: Sequence[str]) -> ClassifyReport:
         return self.classify_tools(tool_ids, force=True)
@@ -93,7 +93,9 @@ class SkillService:
 
     def skills_of(self, tool_ids: Sequence[str]) -> set[str]:
         """Skills the given tools belong to (read before deleting them). Raises: StoreError."""
-        return {a.skill_id for rows in self.store.assignments(tool_ids).values() for a in rows}
+        return {
+            a.skill_id for rows in self.store.skills.assignments(tool_ids).values() for a in rows
+        }
 
     def after_index(self, changed: Sequence[str], removed_skills: set[str]) -> None:
         """Classify new/changed tools, and any tool a killed run wrote but never classified,
@@ -102,12 +104,12 @@ class SkillService:
         classified, or classified as another version.
 
         Raises: StoreError, EmbedError."""
-        state = self.store.classification_state()
+        state = self.store.skills.classification_state()
         # Failed ones of the same version wait for `skills classify`: retrying them on every
         # sync would call an LLM again each time.
         unclassified = {
             tool_id
-            for tool_id, (content, _) in self.store.hashes().items()
+            for tool_id, (content, _) in self.store.tools.hashes().items()
             if state.get(tool_id, ("", ""))[0] != content
         }
         todo = sorted(unclassified | set(changed))

@@ -12,7 +12,7 @@ from toolscout.errors import SkillError, SkillNotFound, SuggestionNotFound
 from toolscout.models import Skill, Suggestion
 from toolscout.skills.catalog import SkillCatalog, check_skill_id
 from toolscout.skills.classify import ProposedSkill
-from toolscout.store.base import Store
+from toolscout.store.base import SkillStore
 from toolscout.store.sql.rows import now_iso
 
 PENDING, APPROVED, REJECTED = "pending", "approved", "rejected"
@@ -26,21 +26,21 @@ class SuggestionQueue:
 
     def __init__(
         self,
-        store: Store,
+        skills: SkillStore,
         catalog: SkillCatalog,
         reclassify: Callable[[Sequence[str]], object],
     ) -> None:
-        self.store = store
+        self.skills = skills
         self.catalog = catalog
         self._reclassify = reclassify
 
     def pending(self) -> list[Suggestion]:
         """Pending suggestions, oldest first."""
-        return self.store.list_suggestions(PENDING)
+        return self.skills.list_suggestions(PENDING)
 
     def all(self) -> list[Suggestion]:
         """Every suggestion whatever its status, oldest first."""
-        return self.store.list_suggestions(None)
+        return self.skills.list_suggestions(None)
 
     def propose(self, tool_id: str, proposal: ProposedSkill) -> Suggestion | None:
         """Queue ``proposal`` unless the skill exists or the same id was already suggested.
@@ -52,11 +52,11 @@ class SuggestionQueue:
         except SkillError:
             return None
         try:
-            self.store.get_skill(proposal.id)
+            self.skills.get_skill(proposal.id)
             return None
         except SkillNotFound:
             pass
-        if any(s.skill_id == proposal.id for s in self.store.list_suggestions(None)):
+        if any(s.skill_id == proposal.id for s in self.skills.list_suggestions(None)):
             return None
         draft = Suggestion(
             id=0,
@@ -69,11 +69,11 @@ class SuggestionQueue:
             created_at=now_iso(),
             keywords=proposal.keywords,
         )
-        new_id = self.store.add_suggestion(draft)
+        new_id = self.skills.add_suggestion(draft)
         return self._get(new_id)
 
     def _get(self, suggestion_id: int) -> Suggestion:
-        found = self.store.get_suggestion(suggestion_id)
+        found = self.skills.get_suggestion(suggestion_id)
         if found is None:
             raise SuggestionNotFound(suggestion_id)
         return found
@@ -103,7 +103,7 @@ class SuggestionQueue:
                 keywords=found.keywords,
             )
         )
-        self.store.set_suggestion_status(suggestion_id, APPROVED, None)
+        self.skills.set_suggestion_status(suggestion_id, APPROVED, None)
         self._reclassify([found.source_tool_id])
         return skill
 
@@ -116,5 +116,5 @@ class SuggestionQueue:
         if not reason or not reason.strip():
             raise SkillError("reason: say why the suggestion is rejected")
         self._pending(suggestion_id)
-        self.store.set_suggestion_status(suggestion_id, REJECTED, reason.strip())
+        self.skills.set_suggestion_status(suggestion_id, REJECTED, reason.strip())
         return self._get(suggestion_id)

@@ -1,9 +1,18 @@
-"""The Store protocol and the URL-scheme registry that opens a backend (the only place that
-branches on backend names).
+"""The Store protocol, its role protocols, and the URL-scheme registry that opens a backend
+(the only place that branches on backend names).
 
 A store holds tools, their lexical fields and their vectors, and answers the two retrieval legs
 (``lexical`` and ``nearest``) with filters applied inside the backend. Scoring beyond each leg
 (fusion, thresholds) lives in :mod:`toolscout.search`, so every backend ranks the same way.
+
+The protocol is small roles, each handed out whole, so a service asks for the role it uses:
+
+* :class:`Store` itself: identity, whole-index runs (bind, reset, staging, writer lock), tool
+  writes, meta rows, and the retrieval legs with the index state (:class:`SearchLegs`);
+* ``store.tools`` (:class:`ToolReads`): tool rows by id, page, hash or column;
+* ``store.skills`` (:class:`SkillStore`): skills, assignments, classification state, suggestions;
+* ``store.enrichments`` (:class:`EnrichStore`): the enrichment cache;
+* ``store.feedback`` (:class:`FeedbackStore`): the log of observed calls.
 """
 
 from __future__ import annotations
@@ -75,6 +84,47 @@ class Classified:
     content_hash: str
     classifier: str
     assignments: tuple[SkillAssignment, ...]
+
+
+class ToolReads(Protocol):
+    """Tool rows (table ``tools``) read by id, page, hash or column; every method raises
+    StoreError when the backend fails."""
+
+    def get(self, tool_id: str) -> Tool:
+        """Raises: ToolNotFound."""
+        ...
+
+    def get_many(self, ids: Sequence[str]) -> dict[str, Tool]: ...
+
+    def get_light(self, ids: Sequence[str]) -> dict[str, Tool]:
+        """Tools without their schemas (``input_schema``/``output_schema`` None): the cheap
+        load for ranked results; ``schemas`` loads the rest only when asked."""
+        ...
+
+    def light_rows(self, ids: Sequence[str]) -> dict[str, tuple[Tool, int]]:
+        """``get_light`` plus each tool's integer row key in the store (its ``db_id``)."""
+        ...
+
+    def schemas(self, ids: Sequence[str]) -> dict[str, JSON | None]:
+        """Input schemas by tool id; a schema that cannot be decoded maps to None."""
+        ...
+
+    def hashes(self, filters: Filters | None = None) -> dict[str, tuple[str, str]]:
+        """``{id: (content_hash, text_hash)}`` of the tools matching ``filters``."""
+        ...
+
+    def list_tools(
+        self, filters: Filters | None = None, *, offset: int = 0, limit: int = 100
+    ) -> list[Tool]: ...
+
+    def counts_by(self, column: str) -> dict[str, int]:
+        """Tool counts grouped by ``server``, ``source``, ``item_type`` or ``category``."""
+        ...
+
+    def ids_where(self, column: str, value: str) -> list[str]:
+        """Ids of the tools whose ``server``, ``source``, ``item_type`` or ``category`` is
+        ``value``, in id order."""
+        ...
 
 
 class SkillStore(Protocol):
@@ -154,19 +204,6 @@ class SkillStore(Protocol):
 
     def set_suggestion_status(self, suggestion_id: int, status: str, reason: str | None) -> None:
         """Raises: SkillError when there is no such suggestion."""
-        ...
-
-    def get_light(self, ids: Sequence[str]) -> dict[str, Tool]:
-        """Tools without their schemas (``input_schema``/``output_schema`` None): the cheap
-        load for ranked results; ``schemas`` loads the rest only when asked."""
-        ...
-
-    def light_rows(self, ids: Sequence[str]) -> dict[str, tuple[Tool, int]]:
-        """``get_light`` plus each tool's integer row key in the store (its ``db_id``)."""
-        ...
-
-    def schemas(self, ids: Sequence[str]) -> dict[str, JSON | None]:
-        """Input schemas by tool id; a schema that cannot be decoded maps to None."""
         ...
 
 
@@ -276,13 +313,80 @@ class FeedbackStore(Protocol):
         ...
 
 
-class Store(SkillStore, EnrichStore, FeedbackStore, Protocol):
-    """Persistence plus the two retrieval legs. Every write is one transaction."""
+class SearchLegs(Protocol):
+    """The retrieval legs and what a search reads of the index once (its state); filters are
+    applied inside the backend."""
+
+    def lexical(
+        self,
+        tokens: Sequence[str],
+        *,
+        limit: int,
+        filters: Filters | None = None,
+        weights: Sequence[float] | None = None,
+    ) -> list[Scored]:
+        """BM25 over the analysed fields (OR of tokens), best first; scores > 0."""
+        ...
+
+    def nearest(
+        self, vector: NDArray[np.float32], *, limit: int, filters: Filters | None = None
+    ) -> list[Scored]:
+        """Exact cosine nearest neighbours, best first; scores in -1..1."""
+        ...
+
+    def nearest_many(
+        self, vectors: NDArray[np.float32], *, limit: int, filters: Filters | None = None
+    ) -> list[list[Scored]]:
+        """``nearest`` for each row of ``vectors`` (one query's clauses), filters applied once."""
+        ...
+
+    def count(self, filters: Filters | None = None, *, at: Hashable | None = None) -> int:
+        """Tools matching ``filters``. ``at``: the data version the caller already read
+        (:meth:`state`); a count remembered for that version is used without asking again."""
+        ...
+
+    def state(self) -> IndexState:
+        """The data version and the tool count, read together (one round trip on a server).
+
+        Raises: StoreError."""
+        ...
+
+    def data_version(self) -> Hashable | None:
+        """A cheap token that changes whenever anything in the index changes (a write from
+        any process), or None when the store cannot tell cheaply. Every cache of index data
+        keys on it (results, counts, stage 1's skill index, vector mirrors), and one place per
+        store moves it: its write transaction."""
+        ...
+
+
+class Store(SearchLegs, Protocol):
+    """Persistence plus the two retrieval legs. Every write is one transaction. The roles
+    beside it are handed out whole (see the module docstring)."""
 
     url: str
     #: True when two reads can run at the same time to advantage (separate connections doing
     #: their work in a server); the searcher then runs its two legs concurrently.
     parallel_reads: bool
+
+    @property
+    def tools(self) -> ToolReads:
+        """Tool rows by id, page, hash or column."""
+        ...
+
+    @property
+    def skills(self) -> SkillStore:
+        """Skills, assignments, classification state and suggestions."""
+        ...
+
+    @property
+    def enrichments(self) -> EnrichStore:
+        """The enrichment cache."""
+        ...
+
+    @property
+    def feedback(self) -> FeedbackStore:
+        """The log of observed calls."""
+        ...
 
     def bind(self, identity: IndexIdentity) -> None:
         """Record the identity on a new index, or check it on an existing one.
@@ -335,75 +439,11 @@ class Store(SkillStore, EnrichStore, FeedbackStore, Protocol):
         """Delete tools by id; returns how many existed. Raises: StoreError."""
         ...
 
-    def get(self, tool_id: str) -> Tool:
-        """Raises: ToolNotFound."""
-        ...
-
-    def get_many(self, ids: Sequence[str]) -> dict[str, Tool]: ...
-
-    def hashes(self, filters: Filters | None = None) -> dict[str, tuple[str, str]]:
-        """``{id: (content_hash, text_hash)}`` of the tools matching ``filters``."""
-        ...
-
-    def list_tools(
-        self, filters: Filters | None = None, *, offset: int = 0, limit: int = 100
-    ) -> list[Tool]: ...
-
-    def count(self, filters: Filters | None = None, *, at: Hashable | None = None) -> int:
-        """Tools matching ``filters``. ``at``: the data version the caller already read
-        (:meth:`state`); a count remembered for that version is used without asking again."""
-        ...
-
-    def state(self) -> IndexState:
-        """The data version and the tool count, read together (one round trip on a server).
-
-        Raises: StoreError."""
-        ...
-
-    def counts_by(self, column: str) -> dict[str, int]:
-        """Tool counts grouped by ``server``, ``source``, ``item_type`` or ``category``."""
-        ...
-
-    def ids_where(self, column: str, value: str) -> list[str]:
-        """Ids of the tools whose ``server``, ``source``, ``item_type`` or ``category`` is
-        ``value``, in id order."""
-        ...
-
-    def lexical(
-        self,
-        tokens: Sequence[str],
-        *,
-        limit: int,
-        filters: Filters | None = None,
-        weights: Sequence[float] | None = None,
-    ) -> list[Scored]:
-        """BM25 over the analysed fields (OR of tokens), best first; scores > 0."""
-        ...
-
-    def nearest(
-        self, vector: NDArray[np.float32], *, limit: int, filters: Filters | None = None
-    ) -> list[Scored]:
-        """Exact cosine nearest neighbours, best first; scores in -1..1."""
-        ...
-
-    def nearest_many(
-        self, vectors: NDArray[np.float32], *, limit: int, filters: Filters | None = None
-    ) -> list[list[Scored]]:
-        """``nearest`` for each row of ``vectors`` (one query's clauses), filters applied once."""
-        ...
-
     def vectors(self, ids: Sequence[str]) -> dict[str, NDArray[np.float32]]: ...
 
     def get_meta(self, key: str) -> str | None: ...
 
     def set_meta(self, key: str, value: str) -> None: ...
-
-    def data_version(self) -> Hashable | None:
-        """A cheap token that changes whenever anything in the index changes (a write from
-        any process), or None when the store cannot tell cheaply. Every cache of index data
-        keys on it (results, counts, stage 1's skill index, vector mirrors), and one place per
-        store moves it: its write transaction."""
-        ...
 
     def close(self) -> None: ...
 

@@ -80,8 +80,8 @@ def inventory(store: Store) -> Inventory:
         StoreError: the store cannot be read.
     """
     return Inventory(
-        servers=_named(store.counts_by("server")),
-        sources=_named(store.counts_by("source")),
+        servers=_named(store.tools.counts_by("server")),
+        sources=_named(store.tools.counts_by("source")),
         sync=read_log(store),
     )
 

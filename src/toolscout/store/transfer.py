@@ -50,12 +50,12 @@ class TransferReport:
 def _copy_enrichments(source: Store, target: Store, tools: Sequence[Tool]) -> int:
     groups = {x for t in tools for x in (t.server, t.category) if x}
     copied = 0
-    kinds = {(enricher, kind) for enricher, kind, *_ in source.enrichment_summary()}
+    kinds = {(enricher, kind) for enricher, kind, *_ in source.enrichments.enrichment_summary()}
     for enricher, kind in sorted(kinds):
         keys = sorted({t.id for t in tools} if kind == "tool" else groups)
         for start in range(0, len(keys), BATCH):
-            rows = source.get_enrichments(kind, keys[start : start + BATCH], enricher)
-            target.put_enrichments(list(rows.values()))
+            rows = source.enrichments.get_enrichments(kind, keys[start : start + BATCH], enricher)
+            target.enrichments.put_enrichments(list(rows.values()))
             copied += len(rows)
     return copied
 
@@ -68,7 +68,7 @@ def _copy_tools(
     report: TransferReport,
     progress: Progress | None,
 ) -> None:
-    recorded = source.hashes()
+    recorded = source.tools.hashes()
     derived = derive(tools)
     for start in range(0, len(tools), BATCH):
         chunk = tools[start : start + BATCH]
@@ -88,32 +88,34 @@ def _copy_tools(
 
 
 def _copy_skills(source: Store, target: Store, ids: Sequence[str], report: TransferReport) -> None:
-    existing = {s.id for s in target.list_skills()}
-    for skill in source.list_skills():
+    existing = {s.id for s in target.skills.list_skills()}
+    for skill in source.skills.list_skills():
         if skill.id in existing:
-            target.update_skill(skill)
+            target.skills.update_skill(skill)
         else:
-            target.insert_skill(skill)
+            target.skills.insert_skill(skill)
         report.skills += 1
-    target.set_skill_vectors(dict(source.skill_vectors()))
-    for skill_id, (text_hash, vector) in source.skill_profiles().items():
-        target.set_skill_profile(skill_id, vector, text_hash)
-    state = source.classification_state()
-    assigned = source.assignments(ids)
+    target.skills.set_skill_vectors(dict(source.skills.skill_vectors()))
+    for skill_id, (text_hash, vector) in source.skills.skill_profiles().items():
+        target.skills.set_skill_profile(skill_id, vector, text_hash)
+    state = source.skills.classification_state()
+    assigned = source.skills.assignments(ids)
     classified = sorted(set(assigned) | {t for t, (_, status) in state.items() if status == "done"})
     done = [
         Classified(tid, state.get(tid, ("", ""))[0], "migrated", tuple(assigned.get(tid, ())))
         for tid in classified
     ]
     for start in range(0, len(done), BATCH):
-        target.replace_assignments(done[start : start + BATCH])
+        target.skills.replace_assignments(done[start : start + BATCH])
     report.assignments = sum(len(c.assignments) for c in done)
     for tool_id, (content_hash, status) in state.items():
         if status != "done" and tool_id not in assigned:
             # The reason is not part of the protocol's reads; the retry will say it again.
-            target.mark_classify_failed(tool_id, content_hash, "failed before toolscout migrate")
-    for suggestion in source.list_suggestions(None):
-        target.add_suggestion(suggestion)
+            target.skills.mark_classify_failed(
+                tool_id, content_hash, "failed before toolscout migrate"
+            )
+    for suggestion in source.skills.list_suggestions(None):
+        target.skills.add_suggestion(suggestion)
         report.suggestions += 1
 
 
@@ -122,9 +124,9 @@ def copy_feedback(source: Store, target: Store) -> int:
     embedded by another model are embedded again when the memory loads them).
 
     Raises: StoreError."""
-    rows = list(reversed(source.list_feedback(limit=ALL_FEEDBACK, vectors=True)))
+    rows = list(reversed(source.feedback.list_feedback(limit=ALL_FEEDBACK, vectors=True)))
     if rows:
-        target.add_feedback(rows, keep=ALL_FEEDBACK)
+        target.feedback.add_feedback(rows, keep=ALL_FEEDBACK)
     return len(rows)
 
 
@@ -142,10 +144,10 @@ def copy_index(
         raise StoreError(f"migrate: {source.url} holds no index (nothing was ever indexed)")
     target.bind(identity)
     report = TransferReport()
-    ids = sorted(source.hashes())
+    ids = sorted(source.tools.hashes())
     tools: list[Tool] = []
     for start in range(0, len(ids), BATCH):
-        got = source.get_many(ids[start : start + BATCH])
+        got = source.tools.get_many(ids[start : start + BATCH])
         tools.extend(got[i] for i in ids[start : start + BATCH] if i in got)
     report.enrichments = _copy_enrichments(source, target, tools)
     # A store that can defer index upkeep for a bulk load (PostgreSQL's HNSW) gets to.

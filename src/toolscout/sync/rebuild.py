@@ -27,14 +27,14 @@ BATCH = 500
 
 
 def _carry_over(old: Store, new: Store, loads: Sequence[Loaded]) -> None:
-    seeded = {s.id for s in new.list_skills()}  # a new index may start with the starter ones
-    for skill in old.list_skills():
+    seeded = {s.id for s in new.skills.list_skills()}  # a new index may start with the starter ones
+    for skill in old.skills.list_skills():
         if skill.id in seeded:
-            new.update_skill(skill)
+            new.skills.update_skill(skill)
         else:
-            new.insert_skill(skill)
-    for suggestion in old.list_suggestions(None):
-        new.add_suggestion(suggestion)
+            new.skills.insert_skill(skill)
+    for suggestion in old.skills.list_suggestions(None):
+        new.skills.add_suggestion(suggestion)
     for key in SKILL_META:
         value = old.get_meta(key)
         if value is not None:
@@ -42,11 +42,11 @@ def _carry_over(old: Store, new: Store, loads: Sequence[Loaded]) -> None:
     tools = [t for loaded in loads for t in loaded.tools]
     groups = sorted({x for t in tools for x in (t.server, t.category) if x})
     ids = sorted({t.id for t in tools})
-    for enricher, kind in sorted({(e, k) for e, k, *_ in old.enrichment_summary()}):
+    for enricher, kind in sorted({(e, k) for e, k, *_ in old.enrichments.enrichment_summary()}):
         keys = ids if kind == "tool" else groups
         for start in range(0, len(keys), BATCH):
-            rows = old.get_enrichments(kind, keys[start : start + BATCH], enricher)
-            new.put_enrichments(list(rows.values()))
+            rows = old.enrichments.get_enrichments(kind, keys[start : start + BATCH], enricher)
+            new.enrichments.put_enrichments(list(rows.values()))
 
 
 def rebuild_index(

@@ -317,8 +317,10 @@ def prune_unlisted(engine: Engine, report: SyncReport) -> list[SourceSummary]:
     """
     covered = {s.source for s in report.sources} | PRUNE_KEEPS
     pruned: list[SourceSummary] = []
-    for source in sorted(s for s in engine.store.counts_by("source") if s and s not in covered):
-        ids = sorted(engine.store.hashes(Filters(sources=(source,))))
+    for source in sorted(
+        s for s in engine.store.tools.counts_by("source") if s and s not in covered
+    ):
+        ids = sorted(engine.store.tools.hashes(Filters(sources=(source,))))
         pruned.append(SourceSummary(source=source, deleted=engine.delete(ids)))
     report.sources.extend(pruned)
     return pruned
@@ -335,8 +337,8 @@ def remove_sources(engine: Engine, names: Sequence[str]) -> dict[str, int]:
         StoreError: from the engine.
     """
     # counts_by names a NULL column "None": tools without a server are no server.
-    sources = {s for s in engine.store.counts_by("source") if s and s != "None"}
-    servers = {s for s in engine.store.counts_by("server") if s and s != "None"}
+    sources = {s for s in engine.store.tools.counts_by("source") if s and s != "None"}
+    servers = {s for s in engine.store.tools.counts_by("server") if s and s != "None"}
     found: dict[str, Filters] = {}
     for name in names:
         path = str(Path(name).expanduser().resolve())
@@ -350,5 +352,6 @@ def remove_sources(engine: Engine, names: Sequence[str]) -> dict[str, int]:
             known = ", ".join(sorted(sources | servers)) or "none (the index is empty)"
             raise QueryError("source", f"nothing indexed from {name!r}; indexed: {known}")
     return {
-        name: engine.delete(sorted(engine.store.hashes(filters))) for name, filters in found.items()
+        name: engine.delete(sorted(engine.store.tools.hashes(filters)))
+        for name, filters in found.items()
     }

@@ -26,7 +26,7 @@ deadlocking or interleaving half-written tools; ``INSERT ... ON CONFLICT`` keeps
 from __future__ import annotations
 
 import json
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -35,7 +35,7 @@ from numpy.typing import NDArray
 
 from toolscout.errors import ConfigError, StoreError
 from toolscout.models import Filters, Scored, Tool
-from toolscout.store.base import Classified, IndexEntry, IndexIdentity, IndexState
+from toolscout.store.base import IndexEntry, IndexIdentity, IndexState
 from toolscout.store.postgres.conn import open_pool, parse_url, prepare_database, where_sql
 from toolscout.store.postgres.database import PostgresDatabase
 from toolscout.store.postgres.lexical import PostgresLexical, document_terms
@@ -87,7 +87,7 @@ class PostgresStore(SQLStore):
                 self.database,
                 self.identity,
                 parse_qdrant_url(self._target.vectors),
-                skill_source=super().skill_vectors,
+                skill_source=self.skills.stored_vectors,
             )
         else:
             self.vector_leg = PgVectorLeg(self.database, self.identity)
@@ -97,6 +97,7 @@ class PostgresStore(SQLStore):
             self.database.close()
             raise
         self.vector_leg.dim = ident.dim if ident else None
+        self.skills.mirror = self.vector_leg
         self.lexical_leg = PostgresLexical(self.database)
         self._runs = RunLock(self.database)
 
@@ -307,25 +308,6 @@ class PostgresStore(SQLStore):
             conn.execute("UPDATE lexical_stats SET live_rows = live_rows - %s", (len(gone),))
         self.vector_leg.written(wanted)
         return len(gone)
-
-    def replace_assignments(self, results: Sequence[Classified]) -> set[str]:
-        """Raises: StoreError."""
-        changed = super().replace_assignments(results)
-        # An outside leg filters stage 2 by a skill_ids payload: it must follow.
-        self.vector_leg.written([r.tool_id for r in results])
-        return changed
-
-    def set_skill_vectors(self, vectors: Mapping[str, NDArray[np.float32] | None]) -> None:
-        """Raises: StoreError."""
-        super().set_skill_vectors(vectors)
-        self.vector_leg.skills_changed(vectors)
-
-    def skill_vectors(self) -> dict[str, NDArray[np.float32]]:
-        """Stage 1's centroids: from the skills collection when Qdrant is the vector leg.
-
-        Raises: StoreError."""
-        held = self.vector_leg.skill_vectors()
-        return held if held is not None else super().skill_vectors()
 
     # -- reads ------------------------------------------------------------------------------
     def count(self, filters: Filters | None = None, *, at: Hashable | None = None) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -83,13 +83,27 @@ def _skill_values(skill: Skill) -> tuple[Any, ...]:
     )
 
 
+class VectorMirror(Protocol):
+    """A vector leg outside the database (Qdrant) that follows the tools' skills and the skill
+    centroids, and may hold the centroids itself."""
+
+    def written(self, tool_ids: Sequence[str]) -> None: ...
+
+    def skills_changed(self, vectors: Mapping[str, NDArray[np.float32] | None]) -> None: ...
+
+    def skill_vectors(self) -> dict[str, NDArray[np.float32]] | None: ...
+
+
 class SkillTables:
-    """The SkillStore half of a SQL store, over one database."""
+    """The :class:`~toolscout.store.base.SkillStore` role of a SQL store, over one database.
+    ``mirror``: a vector leg told of every change to assignments and centroids (set by the
+    PostgreSQL store; None for the embedded one)."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
         self.sql = db.dialect.sql
         self.d = db.dialect
+        self.mirror: VectorMirror | None = None
 
     def _query(self, text: str, params: Sequence[Any] = ()) -> list[Any]:
         return self.db.query(self.sql(text), params)
@@ -147,9 +161,18 @@ class SkillTables:
                 self.sql("UPDATE skills SET vector = ? WHERE id = ?"),
                 [(_blob(v), skill_id) for skill_id, v in vectors.items()],
             )
+        if self.mirror is not None:
+            self.mirror.skills_changed(vectors)
 
     def skill_vectors(self) -> dict[str, NDArray[np.float32]]:
-        """Raises: StoreError."""
+        """Stage 1's centroids: the mirror's when it holds them, else the database's.
+
+        Raises: StoreError."""
+        held = self.mirror.skill_vectors() if self.mirror is not None else None
+        return held if held is not None else self.stored_vectors()
+
+    def stored_vectors(self) -> dict[str, NDArray[np.float32]]:
+        """The centroids the database holds. Raises: StoreError."""
         rows = self._query("SELECT id, vector FROM skills WHERE vector IS NOT NULL")
         return {r[0]: _floats(r[1]) for r in rows}
 
@@ -201,6 +224,8 @@ class SkillTables:
                     self.sql(_CLASSIFIED),
                     (res.tool_id, res.content_hash, "done", res.classifier, None, stamp),
                 )
+        if self.mirror is not None:  # an outside leg filters stage 2 by a skill_ids payload
+            self.mirror.written([r.tool_id for r in results])
         return changed
 
     def mark_classify_failed(self, tool_id: str, content_hash: str, error: str) -> None:
