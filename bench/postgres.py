@@ -11,9 +11,10 @@ For each catalog size (bench/catalogs.py, seed 0) both stores get the same entri
   texts would take ~30 min here and measures the model, not the store.
 
 Measured per size and store: the load (upserts of 256, like ``Engine.index``; PostgreSQL above
-20k tools inside ``store.bulk()``), hybrid search
-latency in process (``HybridSearcher.search`` with precomputed query vectors + ``get_many``,
-i.e. everything but the query embedding, which is the same for both stores), the vector leg's
+20k tools inside ``store.bulk()``), hybrid search latency in process (``Engine.find``, direct,
+limit 10, result cache off, with the query vectors computed beforehand: everything a search
+through the library does but the query embedding, which is the same for both stores; the legs'
+own times are the store calls, timed on the way), the vector leg's
 recall@10 against exact numpy search, top-10 agreement between the stores, and a 1 % change
 (hash diff + upsert of the changed tools). Queries: a seeded sample of the three shared sets.
 Results print as JSON and land in bench/out/postgres-bulk<N>.json (N = --bulk-above).
@@ -28,6 +29,8 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import defaultdict
+from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
@@ -42,9 +45,10 @@ from catalogs import BENCH_DIR, SETS, build_catalog
 from toolscout.config import default_cache_dir
 from toolscout.embed.base import open_embedder
 from toolscout.embed.cache import CachedEmbedder
-from toolscout.engine import prepare
-from toolscout.models import SearchMode, Tool
-from toolscout.search.hybrid import HybridSearcher
+from toolscout.engine import Engine, prepare
+from toolscout.models import SearchMode, SearchRequest, Strategy, Tool
+from toolscout.search.hybrid import MAX_ROWS
+from toolscout.search.intents import split_intents
 from toolscout.search.text import ANALYZER_VERSION
 from toolscout.store.base import IndexEntry, IndexIdentity, Store
 from toolscout.store.postgres import PostgresStore
@@ -114,24 +118,84 @@ def percentiles(values: list[float]) -> dict[str, float]:
     return {f"p{q}": round(float(np.percentile(arr, q)), 2) for q in (50, 95, 99)}
 
 
-def latency(store: Store, embedder: CachedEmbedder, queries: list[str], qv: list[Vec]) -> Any:
-    searcher = HybridSearcher(store, embedder)
+def intent_texts(query: str) -> tuple[str, ...]:
+    """The texts the engine embeds for ``query`` (its intents, default config)."""
+    return tuple(split_intents(query)[:MAX_ROWS])
+
+
+class FixedQueries:
+    """An embedder whose ``embed_query`` answers from vectors computed beforehand, so timings
+    exclude the model (every store gets the same vectors)."""
+
+    def __init__(self, inner: CachedEmbedder, queries: Sequence[str]) -> None:
+        self.inner = inner
+        self.name, self.dim = inner.name, inner.dim
+        self.known: dict[tuple[str, ...], Vec] = {}
+        for q in queries:
+            texts = intent_texts(q)
+            if texts not in self.known:
+                self.known[texts] = inner.embed_query(list(texts))
+
+    def embed(self, texts: Sequence[str]) -> Vec:
+        return self.inner.embed(texts)
+
+    def embed_query(self, texts: Sequence[str]) -> Vec:
+        return self.known[tuple(texts)]
+
+
+class TimedStore:
+    """A store whose calls (its roles' too, as ``role.method``) add their wall time to
+    ``spent`` (ms)."""
+
+    ROLES = ("tools", "skills", "enrichments", "feedback")
+
+    def __init__(self, store: Any, spent: dict[str, float] | None = None, prefix: str = "") -> None:
+        self._store = store
+        self._prefix = prefix
+        self.spent: dict[str, float] = spent if spent is not None else defaultdict(float)
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self._store, name)
+        if name in self.ROLES and not self._prefix:
+            return TimedStore(target, self.spent, f"{name}.")
+        if not callable(target):
+            return target
+        key = self._prefix + name
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return target(*args, **kwargs)
+            finally:
+                self.spent[key] += (time.perf_counter() - t0) * 1000
+
+        return timed
+
+
+def engine_over(store: Any, embedder: Any) -> Engine:
+    """The library's engine over an index already built (no starter skills written, result
+    cache off so that every search runs)."""
+    return Engine(store, embedder, result_cache_size=0, skills_starter=False)
+
+
+def latency(store: Store, embedder: FixedQueries, queries: list[str]) -> Any:
+    timed = TimedStore(store)
+    engine = engine_over(timed, embedder)
     totals: list[float] = []
     legs: dict[str, list[float]] = {"lexical_ms": [], "vector_ms": []}
     tops: list[list[str]] = []
     for rep in range(2):  # the first pass warms caches and connections
-        for query, vec in zip(queries, qv, strict=True):
-            timings: dict[str, float] = {}
+        for query in queries:
+            timed.spent.clear()
+            request = SearchRequest(query, strategy=Strategy.DIRECT, mode=SearchMode.HYBRID)
             t0 = time.perf_counter()
-            ranked = searcher.search(
-                query, mode=SearchMode.HYBRID, limit=10, query_vectors=vec, timings=timings
-            )
-            store.tools.get_many([r.id for r in ranked])
+            result = engine.find(replace(request, limit=10))
             if rep:
                 totals.append((time.perf_counter() - t0) * 1000)
-                for key in legs:
-                    legs[key].append(timings.get(key, 0.0))
-                tops.append([r.id for r in ranked])
+                legs["lexical_ms"].append(timed.spent["lexical"])
+                legs["vector_ms"].append(timed.spent["nearest_many"])
+                tops.append([h.tool.id for h in result.tools])
+    engine.searcher.close()
     return (
         {"hybrid": percentiles(totals), **{k: percentiles(v) for k, v in legs.items()}},
         tops,
@@ -204,6 +268,7 @@ def run_size(
     }
     result: dict[str, Any] = {"size": size}
     tops: dict[str, list[list[str]]] = {}
+    fixed = FixedQueries(embedder, queries)
     for name, store in stores.items():
         store.bind(identity)
         bulk = isinstance(store, PostgresStore) and size > bulk_above
@@ -212,7 +277,7 @@ def run_size(
             load(store, entries)
         secs = time.perf_counter() - t0  # a bulk load's index rebuild included
         print(f"[{size}] {name}: loaded in {secs:.1f} s", flush=True)
-        lat, tops[name] = latency(store, embedder, queries, qv)
+        lat, tops[name] = latency(store, fixed, queries)
         # Before the 1 % change, so "exact" is computed over the vectors the store holds.
         recall = round(recall_vs_exact(store, entries, qv), 4)
         _, change_secs = one_percent_change(store, entries)

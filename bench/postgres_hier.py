@@ -4,10 +4,11 @@
     python bench/postgres_hier.py --sizes 100000 --ef-sweep 100 200 400 800 [--workdir DIR]
     python bench/postgres_hier.py --sizes 100000 --sql-lexical [--workdir DIR]
 
-What is timed is ``HierarchicalSearcher.find(SearchRequest(query=q))`` with the request's
-defaults (strategy ``hierarchical``, limit 5, skill_limit 3): what ``POST /api/v1/search`` runs,
-minus the HTTP layer and the query embedding. Query vectors are computed once beforehand with the
-packaged model and served from a dict to both stores, so the model's 8-30 ms are excluded.
+What is timed is ``Engine.find(SearchRequest(query=q, strategy="hierarchical"))`` with the
+request's other defaults (limit 5, skill_limit 3; result cache off): what ``POST
+/api/v1/search`` runs for a hierarchical request, minus the HTTP layer and the query
+embedding. Query vectors are computed once beforehand with the packaged model and served from a
+dict to both stores, so the model's 8-30 ms are excluded.
 
 Catalog and vectors: as ``bench/postgres.py`` (bench/catalogs.py, seed 0; real tools embedded,
 each variant its base tool's vector plus noise). Skills: the starter catalog (``SkillManager``
@@ -66,14 +67,22 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 from catalogs import BENCH_DIR
-from postgres import CHUNK, Vec, catalog_entries, load, percentiles, with_schema
+from postgres import (
+    CHUNK,
+    FixedQueries,
+    TimedStore,
+    Vec,
+    catalog_entries,
+    engine_over,
+    intent_texts,
+    load,
+    percentiles,
+    with_schema,
+)
 from toolscout.config import default_cache_dir
 from toolscout.embed.base import open_embedder
 from toolscout.embed.cache import CachedEmbedder
-from toolscout.models import SearchRequest
-from toolscout.search.hierarchical import HierarchicalSearcher
-from toolscout.search.hybrid import MAX_ROWS, HybridSearcher
-from toolscout.search.intents import split_intents
+from toolscout.models import SearchRequest, Strategy
 from toolscout.search.text import ANALYZER_VERSION
 from toolscout.skills.catalog import SkillCatalog, starter_skills
 from toolscout.skills.centroid import recompute_centroids, refresh_profiles
@@ -107,53 +116,6 @@ def query_sets(n: int) -> dict[str, list[str]]:
     if n:
         sets = {k: random.Random(0).sample(v, min(n, len(v))) for k, v in sets.items()}
     return sets
-
-
-def intent_texts(query: str) -> tuple[str, ...]:
-    """The texts ``HybridSearcher.embed_query`` asks the embedder for (default config)."""
-    return tuple(split_intents(query)[:MAX_ROWS])
-
-
-class FixedQueries:
-    """An embedder whose ``embed_query`` answers from vectors computed beforehand, so timings
-    exclude the model (both stores get the same vectors)."""
-
-    def __init__(self, inner: CachedEmbedder, queries: Sequence[str]) -> None:
-        self.inner = inner
-        self.name, self.dim = inner.name, inner.dim
-        self.known: dict[tuple[str, ...], Vec] = {}
-        for q in queries:
-            texts = intent_texts(q)
-            if texts not in self.known:
-                self.known[texts] = inner.embed_query(list(texts))
-
-    def embed(self, texts: Sequence[str]) -> Vec:
-        return self.inner.embed(texts)
-
-    def embed_query(self, texts: Sequence[str]) -> Vec:
-        return self.known[tuple(texts)]
-
-
-class TimedStore:
-    """Forwards to a store and adds each method's wall time to ``spent`` (ms)."""
-
-    def __init__(self, store: Store) -> None:
-        self._store = store
-        self.spent: dict[str, float] = defaultdict(float)
-
-    def __getattr__(self, name: str) -> Any:
-        target = getattr(self._store, name)
-        if not callable(target):
-            return target
-
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            t0 = time.perf_counter()
-            try:
-                return target(*args, **kwargs)
-            finally:
-                self.spent[name] += (time.perf_counter() - t0) * 1000
-
-        return timed
 
 
 def prepare_store(store: Store, entries: list[IndexEntry], embedder: CachedEmbedder) -> str:
@@ -196,7 +158,7 @@ def time_queries(
     """``passes`` passes of ``find``; the last is timed in detail, the first in total.
     Returns percentiles and top ids."""
     timed = TimedStore(store)
-    searcher = HierarchicalSearcher(timed, HybridSearcher(timed, embedder))  # type: ignore[arg-type]
+    engine = engine_over(timed, embedder)
     first: list[float] = []
     totals: list[float] = []
     stages: dict[str, list[float]] = defaultdict(list)
@@ -208,7 +170,7 @@ def time_queries(
         for q in queries:
             timed.spent.clear()
             t0 = time.perf_counter()
-            result = searcher.find(SearchRequest(query=q))
+            result = engine.find(SearchRequest(query=q, strategy=Strategy.HIERARCHICAL))
             ms = (time.perf_counter() - t0) * 1000
             if not rep:
                 first.append(ms)
@@ -223,6 +185,7 @@ def time_queries(
                 calls[key].append(value)
             tops.append([h.tool.id for h in result.tools])
             fallbacks += result.metadata["skill_ids_used"] is None
+    engine.searcher.close()
     n = len(totals)
     return {
         "find": percentiles(totals),

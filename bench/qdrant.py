@@ -10,8 +10,9 @@ brute-force search, no HNSW, no quantisation: it is not a Qdrant server's speed,
 server can run on this machine). Query vectors are computed once and given to both.
 
 ``congruence``: for every query of each set, the vector leg's top-10 ids and hybrid search's
-top-10 ids from both stores; reported as the share of queries whose top-10 *sets* are equal.
-``latency``: the vector leg alone (``nearest_many``) and a whole hybrid search, p50/p95/p99 ms,
+top-10 ids (``Engine.find``, direct, result cache off) from both stores; reported as the share
+of queries whose top-10 *sets* are equal. ``latency``: the vector leg alone (``nearest_many``)
+and a whole hybrid search through ``Engine.find``, p50/p95/p99 ms,
 both stores interleaved query by query; catalogs from bench/catalogs.py with noisy variant
 vectors (bench/postgres.py explains them).
 """
@@ -29,14 +30,22 @@ from urllib.parse import urlencode
 
 sys.path.insert(0, str(Path(__file__).parent))
 from catalogs import BENCH_DIR
-from postgres import CHUNK, Vec, catalog_entries, load, percentiles, to_tool, with_schema
+from postgres import (
+    CHUNK,
+    FixedQueries,
+    catalog_entries,
+    engine_over,
+    load,
+    percentiles,
+    to_tool,
+    with_schema,
+)
 from postgres_hier import query_sets, start_server
 from toolscout.config import default_cache_dir
 from toolscout.embed.base import open_embedder
 from toolscout.embed.cache import CachedEmbedder
 from toolscout.engine import prepare
-from toolscout.models import SearchMode
-from toolscout.search.hybrid import HybridSearcher
+from toolscout.models import SearchMode, SearchRequest, Strategy
 from toolscout.search.text import ANALYZER_VERSION
 from toolscout.store.base import IndexEntry, IndexIdentity
 from toolscout.store.postgres import PostgresStore
@@ -66,6 +75,11 @@ def embed_entries(tools: list[dict[str, Any]], embedder: CachedEmbedder) -> list
     return out
 
 
+def hybrid_request(query: str) -> SearchRequest:
+    """The search both stores answer: every tool, hybrid legs, top 10 (result cache off)."""
+    return SearchRequest(query, strategy=Strategy.DIRECT, mode=SearchMode.HYBRID, limit=10)
+
+
 def congruence(url: str, workdir: Path, embedder: CachedEmbedder) -> dict[str, Any]:
     report: dict[str, Any] = {}
     for name in ("toolbench_stable", "seal_tools"):
@@ -80,20 +94,19 @@ def congruence(url: str, workdir: Path, embedder: CachedEmbedder) -> dict[str, A
         entries = embed_entries(tools, embedder)
         for store in stores.values():
             load(store, entries)
-        searchers = {k: HybridSearcher(s, embedder) for k, s in stores.items()}
-        qv = [searchers["pgvector"].embed_query(q) for q in queries]
+        fixed = FixedQueries(embedder, queries)
+        engines = {k: engine_over(s, fixed) for k, s in stores.items()}
         same = {"vector": 0, "hybrid": 0}
-        for query, vec in zip(queries, qv, strict=True):
+        for query in queries:
+            vec = engines["pgvector"].searcher.embed_query(query)
             legs = [set(s.id for s in st.nearest(vec[0], limit=10)) for st in stores.values()]
             same["vector"] += legs[0] == legs[1]
             tops = [
-                {
-                    r.id
-                    for r in sr.search(query, mode=SearchMode.HYBRID, limit=10, query_vectors=vec)
-                }
-                for sr in searchers.values()
+                {h.tool.id for h in e.find(hybrid_request(query)).tools} for e in engines.values()
             ]
             same["hybrid"] += tops[0] == tops[1]
+        for engine in engines.values():
+            engine.searcher.close()
         report[name] = {
             "tools": len(tools),
             "queries": len(queries),
@@ -113,26 +126,25 @@ def latency(
 ) -> dict[str, Any]:
     report: dict[str, Any] = {}
     short = query_sets(n)["short"]
-    qv: list[Vec] = [embedder.embed_query([q]) for q in short]
+    fixed = FixedQueries(embedder, short)
     for size in sizes:
         entries = catalog_entries(size, embedder)
         stores = open_pair(url, workdir, f"s{size}", embedder)
         loads = {}
         for key, store in stores.items():
             loads[key] = round(load(store, entries), 1)
-        searchers = {k: HybridSearcher(s, embedder) for k, s in stores.items()}
+        engines = {k: engine_over(s, fixed) for k, s in stores.items()}
         times: dict[str, list[float]] = {
             f"{k}_{what}": [] for k in stores for what in ("vector_leg", "hybrid")
         }
         for rep in range(2):  # the first pass warms connections and caches
-            for query, vec in zip(short, qv, strict=True):
+            for query in short:
+                vec = engines["pgvector"].searcher.embed_query(query)
                 for key, store in stores.items():
                     t0 = time.perf_counter()
                     store.nearest_many(vec, limit=60)
                     t1 = time.perf_counter()
-                    searchers[key].search(
-                        query, mode=SearchMode.HYBRID, limit=10, query_vectors=vec
-                    )
+                    engines[key].find(hybrid_request(query))
                     t2 = time.perf_counter()
                     if rep:
                         times[f"{key}_vector_leg"].append((t1 - t0) * 1000)
@@ -142,6 +154,8 @@ def latency(
             **{k: percentiles(v) for k, v in times.items()},
         }
         print(size, report[str(size)], flush=True)
+        for engine in engines.values():
+            engine.searcher.close()
         for store in stores.values():
             store.close()
     return report
