@@ -7,9 +7,10 @@ Run as a script; it reads one JSON request per line on stdin and answers one JSO
                   "kill_at": 123}, ...]}
     -> {"results": [{"killed": true, "exit": null, "statements": 123, "report": null}, ...]}
 
-Each writer is a forked child that opens its own store (nothing SQLite crosses the fork: the
-parent holds only the ONNX model) and runs one operation the way the CLI does. With ``kill_at``
-the child sends itself SIGKILL just before its ``kill_at``-th SQL statement on the index file, so
+Each writer is a forked child that opens its own store (nothing SQLite or PostgreSQL crosses the
+fork: the parent holds only the ONNX model) and runs one operation the way the CLI does. With
+``kill_at`` the child sends itself SIGKILL just before its ``kill_at``-th SQL statement on the
+index (a SQLite file, or any statement psycopg sends when ``db`` is a PostgreSQL URL), so
 kill points are chosen by seed and reproducible, and can land inside a transaction, between
 chunks, or just before a COMMIT. Several writers in one request run at the same time.
 
@@ -86,9 +87,33 @@ def _install_counter(db: str, kill_at: int | None) -> list[int]:
     return counter
 
 
+def _install_pg_counter(kill_at: int | None) -> list[int]:
+    """Count the statements psycopg sends (every cursor's execute, executemany and COPY, the
+    pool's own included) and SIGKILL this process just before the ``kill_at``-th."""
+    import psycopg
+
+    counter = [0]
+
+    def counted(real: Any) -> Any:
+        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            counter[0] += 1
+            if kill_at is not None and counter[0] >= kill_at:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return real(self, *args, **kwargs)
+
+        return call
+
+    for name in ("execute", "executemany", "copy"):
+        setattr(psycopg.Cursor, name, counted(getattr(psycopg.Cursor, name)))
+    return counter
+
+
 def _run(request: dict[str, Any], embedder: Any, settings: Settings) -> dict[str, Any]:
     """Runs in the forked child."""
-    counter = _install_counter(request["db"], request.get("kill_at"))
+    if request["db"].startswith("postgresql"):
+        counter = _install_pg_counter(request.get("kill_at"))
+    else:
+        counter = _install_counter(request["db"], request.get("kill_at"))
     cached = CachedEmbedder(embedder, Path(settings.cache_dir) / "vectors.sqlite")
 
     def open_engine(url: str) -> Engine:
