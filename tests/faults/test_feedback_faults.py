@@ -41,9 +41,10 @@ def _records(scene: Scene, rng: random.Random) -> list[list[str]]:
 def _rows(db: Path) -> list[tuple[Any, ...]]:
     conn = sqlean.connect(str(db))
     try:
-        return conn.execute(
+        rows: list[tuple[Any, ...]] = conn.execute(
             "SELECT query, tool_id, outcome, length(vector) FROM feedback ORDER BY id"
         ).fetchall()
+        return rows
     finally:
         conn.close()
 
