@@ -17,6 +17,7 @@ import sqlean
 
 from support.fault_integrity import check
 from support.fault_setup import SEED, Scene, WriterPool
+from support.postgres import fresh_schema
 from toolscout.config import Settings
 from toolscout.engine import Engine
 
@@ -192,3 +193,30 @@ def test_a_damaged_feedback_table_is_ignored_with_a_warning_and_searches_answer(
         engine.close()
     assert after == plain  # the ranking without feedback
     assert "ranking without it" in caplog.text, caplog.text
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(
+    "damage", ["DROP TABLE feedback", "ALTER TABLE feedback DROP COLUMN vector"]
+)
+def test_a_damaged_feedback_table_on_postgresql_never_fails_a_search(
+    writer_pool: WriterPool, scene: Scene, postgres_url: str, damage: str
+) -> None:
+    import psycopg
+
+    from toolscout.store.postgres.conn import parse_url
+
+    url = fresh_schema(postgres_url)
+    catalogs = [str(c) for c in scene.catalogs]
+    (indexed,) = writer_pool.run({"op": "index", "db": url, "catalogs": catalogs})
+    assert not indexed["killed"], indexed
+    (plain,) = writer_pool.run({"op": "search", "db": url, "query": QUERY})
+    records = [[QUERY, plain["report"]["ids"][-1], "success"]] * 3
+    (learned,) = writer_pool.run({"op": "feedback", "db": url, "records": records})
+    assert learned["report"]["recorded"] == 3
+    target = parse_url(url)
+    with psycopg.connect(target.conninfo, autocommit=True) as conn:
+        conn.execute(f"SET search_path TO {target.schema}")
+        conn.execute(damage)
+    (after,) = writer_pool.run({"op": "search", "db": url, "query": QUERY})
+    assert after["report"]["ids"] == plain["report"]["ids"]  # the ranking without feedback
