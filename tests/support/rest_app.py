@@ -17,8 +17,8 @@ from typing import Annotated
 
 import uvicorn
 from fastapi import FastAPI, Header, HTTPException, Query, Request, Response
-from starlette.middleware.base import RequestResponseEndpoint
 from pydantic import BaseModel
+from starlette.middleware.base import RequestResponseEndpoint
 
 TOKEN = "s3cret-token"
 
@@ -30,9 +30,7 @@ class NewOrder(BaseModel):
     quantity: int = 1
 
 
-def make_app() -> FastAPI:
-    app = FastAPI(title="Shop", version="1.0")
-    orders: dict[int, dict[str, object]] = {}
+def _serve_document_with_validators(app: FastAPI) -> None:
     app.state.document_answers = []
 
     @app.middleware("http")
@@ -48,6 +46,12 @@ def make_app() -> FastAPI:
             return Response(status_code=304, headers={"ETag": etag})
         app.state.document_answers.append(200)
         return Response(body, media_type="application/json", headers={"ETag": etag})
+
+
+def make_app() -> FastAPI:
+    app = FastAPI(title="Shop", version="1.0")
+    orders: dict[int, dict[str, object]] = {}
+    _serve_document_with_validators(app)
 
     @app.get("/users/{user_id}", operation_id="get_user", tags=["users"])
     def get_user(user_id: int, verbose: bool = False) -> dict[str, object]:
