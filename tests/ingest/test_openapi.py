@@ -244,6 +244,20 @@ def test_an_exponentially_expanding_document_is_cut_per_operation() -> None:
     assert "schema nodes" in loaded.problems[0].message
 
 
+def test_response_schemas_are_not_expanded_whatever_their_size() -> None:
+    schemas: dict[str, Any] = {"L0": {"type": "string"}}
+    for level in range(1, 30):
+        below = {"$ref": f"#/components/schemas/L{level - 1}"}
+        schemas[f"L{level}"] = {"type": "object", "properties": {"a": below, "b": below}}
+    huge = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/L29"}}}}
+    doc = _doc(
+        {"/report": _get("report", responses={"200": huge})}, components={"schemas": schemas}
+    )
+    loaded = document_tools(doc, location="r.json", source="r.json")
+    assert loaded.problems == []
+    assert [t.id for t in loaded.tools] == ["pets::report"]
+
+
 def test_fallback_names_are_readable_and_stable() -> None:
     assert fallback_id("GET", "/users/{id}") == "get_users_by_id"
     assert (

@@ -30,6 +30,10 @@ from toolscout.models import JSON, Tool
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 SAFE_METHODS = frozenset({"get", "head", "options", "trace"})
 IDEMPOTENT_METHODS = frozenset({"put", "delete"})
+#: The keys of an operation a tool is made from.
+_USED_KEYS = frozenset(
+    {"operationId", "summary", "description", "tags", "deprecated", "parameters", "requestBody"}
+)
 #: Schema nodes one operation's input schema may hold once references are expanded.
 MAX_NODES = 20_000
 _ROOT = "urn:toolscout:openapi"
@@ -328,7 +332,10 @@ def operation_tool(
         OperationError: the operation cannot be converted (the pointer says where).
     """
     pointer = f"#/paths/{pointer_token(path)}/{method}"
-    expanded = resolver.expand(dict(operation), pointer)
+    # Only what the tool is made of is expanded: responses and callbacks can be far larger than
+    # the input (a real document's response schemas ran past MAX_NODES) and are not used.
+    used = {k: v for k, v in operation.items() if k in _USED_KEYS}
+    expanded = resolver.expand(used, pointer)
     own = expanded.get("parameters") or []
     shared = resolver.expand(shared_parameters, f"#/paths/{pointer_token(path)}/parameters")
     # Operation-level parameters override path-level ones with the same name and location.
