@@ -4,6 +4,7 @@ another host are reported for the operations that use them, and the rest is inde
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import yaml
 from fastapi import FastAPI
 
 from support.rest_app import serving
+from toolscout.ingest.jsonfile import CatalogFile
 from toolscout.ingest.openapi import OpenApiSource
 
 COMMON = {
@@ -135,3 +137,14 @@ def test_a_fetched_document_s_relative_urls_are_fetched_from_its_host_once(
     (problem,) = loaded.problems
     assert problem.stands_for == ("pets::elsewhere",)
     assert "only documents on the document's own host" in problem.message
+
+
+def test_a_json_catalog_file_that_is_openapi_follows_its_references(tmp_path: Path) -> None:
+    _write(tmp_path / "common.yaml", COMMON)
+    _write(tmp_path / "people" / "owner.yaml", OWNER)
+    api = tmp_path / "api.json"
+    api.write_text(json.dumps(_document({"add": "common.yaml#/components/schemas/Pet"})))
+    loaded = CatalogFile(api).read()
+    assert loaded.problems == []
+    (tool,) = loaded.tools
+    assert (tool.input_schema or {})["properties"]["body"]["required"] == ["name"]
