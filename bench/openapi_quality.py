@@ -18,8 +18,8 @@ all the operations of all the APIs. Systems:
   parameter names`` (bench/natural.py's baseline, whole request);
 * ``weighted_rrf`` — bm25s and ``plain_cosine`` fused by weighted RRF (bench/natural.py).
 
-Per split: hit@1, hit@3 and nDCG@10 of each system over the requests. Nothing is tuned on this
-data; ``test`` is reported, never looked at for a choice.
+Per split: hit@1, hit@3 and nDCG@10 of each system over the requests, and hit@3 per API.
+Nothing is tuned on this data; ``test`` is reported, never looked at for a choice.
 """
 
 from __future__ import annotations
@@ -84,20 +84,31 @@ def measure(engine: Engine, loads: list[Loaded], queries: list[dict[str, Any]]) 
             scored = [score_query(rank(row["query"]), row["gold"]) for row in rows]
             means = mean(scored)
             out[split][name] = {m: round(means[m], 3) for m in METRICS}
+            out[split][name]["hit@3_per_api"] = per_api(rows, scored)
     return out
+
+
+def per_api(rows: list[dict[str, Any]], scored: list[dict[str, float]]) -> dict[str, float]:
+    """hit@3 per API (the part of the gold id before ``::``)."""
+    by_api: dict[str, list[float]] = {}
+    for row, score in zip(rows, scored, strict=True):
+        by_api.setdefault(row["gold"][0].split("::")[0], []).append(score["hit@3"])
+    return {api: round(sum(v) / len(v), 3) for api, v in sorted(by_api.items())}
 
 
 def table(report: dict[str, Any]) -> str:
     lines = [
-        "| split (requests / operations) | system | hit@1 | hit@3 | nDCG@10 |",
-        "|---|---|---:|---:|---:|",
+        "| split (requests / operations) | system | hit@1 | hit@3 | nDCG@10 | hit@3 per API |",
+        "|---|---|---:|---:|---:|---|",
     ]
     for split, row in report["splits"].items():
         label = f"{split} ({row['requests']} / {row['operations']})"
         for name in ("default", "plain_cosine", "weighted_rrf"):
             m = row[name]
+            apis = ", ".join(f"{a} {v:.2f}" for a, v in m["hit@3_per_api"].items())
             lines.append(
-                f"| {label} | {name} | {m['hit@1']:.3f} | {m['hit@3']:.3f} | {m['ndcg@10']:.3f} |"
+                f"| {label} | {name} | {m['hit@1']:.3f} | {m['hit@3']:.3f} | {m['ndcg@10']:.3f} "
+                f"| {apis} |"
             )
     return "\n".join(lines)
 
