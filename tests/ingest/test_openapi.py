@@ -191,7 +191,7 @@ def test_a_document_that_is_not_openapi_fails_the_source(tmp_path: Path) -> None
         OpenApiSource(path).read()
 
 
-def test_two_thousand_operations_are_all_converted() -> None:
+def test_ten_thousand_operations_are_all_converted() -> None:
     item = {
         "type": "object",
         "properties": {"id": {"type": "integer"}, "next": {"$ref": "#/components/schemas/Item"}},
@@ -216,11 +216,11 @@ def test_two_thousand_operations_are_all_converted() -> None:
                 "responses": ok,
             }
         }
-        for i in range(2000)
+        for i in range(10_000)
     }
     doc = _doc(paths, components={"schemas": {"Item": item}})
     loaded = document_tools(doc, location="big.json", source="big.json")
-    assert len(loaded.tools) == 2000 and not loaded.problems
+    assert len(loaded.tools) == 10_000 and not loaded.problems
     assert loaded.tools[0].id == "pets::get_items0_by_id"
 
 
