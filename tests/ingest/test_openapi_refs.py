@@ -148,3 +148,48 @@ def test_a_json_catalog_file_that_is_openapi_follows_its_references(tmp_path: Pa
     assert loaded.problems == []
     (tool,) = loaded.tools
     assert (tool.input_schema or {})["properties"]["body"]["required"] == ["name"]
+
+
+def test_operations_and_path_items_kept_in_other_files_resolve_from_their_own_folder(
+    tmp_path: Path,
+) -> None:
+    kind = {"type": "string", "enum": ["cat", "dog"]}
+    _write(tmp_path / "schemas" / "kind.yaml", kind)
+    operations = {
+        "list": {
+            "operationId": "listPets",
+            "summary": "List pets",
+            "parameters": [
+                {"name": "kind", "in": "query", "schema": {"$ref": "../schemas/kind.yaml"}}
+            ],
+        }
+    }
+    _write(tmp_path / "paths" / "pets.yaml", operations)
+    owners = {
+        "get": {
+            "operationId": "listOwners",
+            "parameters": [{"$ref": "#/components/parameters/Limit"}],
+        },
+        "components": {
+            "parameters": {"Limit": {"name": "limit", "in": "query", "schema": {"type": "integer"}}}
+        },
+    }
+    _write(tmp_path / "paths" / "owners.yaml", owners)
+    doc = {
+        "openapi": "3.1.0",
+        "info": {"title": "Pets", "version": "1"},
+        "paths": {
+            "/pets": {"get": {"$ref": "paths/pets.yaml#/list"}},
+            "/owners": {"$ref": "paths/owners.yaml"},
+            "/lost": {"$ref": "paths/lost.yaml"},
+        },
+    }
+    loaded = OpenApiSource(_write(tmp_path / "api.yaml", doc)).read()
+    tools = {t.id: t for t in loaded.tools}
+    assert sorted(tools) == ["pets::listOwners", "pets::listPets"]
+    pets = (tools["pets::listPets"].input_schema or {})["properties"]
+    assert pets["kind"]["enum"] == ["cat", "dog"]
+    assert tools["pets::listPets"].description == "List pets"
+    assert tools["pets::listOwners"].annotations["http_parameters"] == {"limit": "query"}
+    (problem,) = loaded.problems
+    assert problem.location.endswith("#/paths/~1lost/$ref") and "lost.yaml" in problem.message

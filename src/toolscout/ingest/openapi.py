@@ -34,6 +34,7 @@ from toolscout.ingest.openapi_schema import (
     METHODS,
     OperationError,
     Resolver,
+    Scope,
     fallback_id,
     operation_tool,
     pointer_token,
@@ -112,7 +113,7 @@ class _Where:
 def _add(
     loaded: Loaded,
     seen: set[str],
-    resolver: Resolver,
+    resolving: tuple[Resolver, Scope],
     where: _Where,
     operation: Any,
     shared: Any,
@@ -127,8 +128,10 @@ def _add(
     try:
         if not isinstance(operation, dict):
             raise OperationError("", "(operation)", "not an object")
+        resolver, scope = resolving
         tool = operation_tool(
             resolver,
+            scope=scope,
             api=api,
             method=where.method,
             path=where.path,
@@ -180,16 +183,22 @@ def document_tools(
     )
     seen: set[str] = set()
     for path, item in doc["paths"].items():
+        at = f"#/paths/{pointer_token(str(path))}"
+        try:
+            item, scope = resolver.follow(item, at)
+        except OperationError as exc:
+            loaded.problems.append(Problem(f"{location}{exc.pointer}", exc.field, str(exc)))
+            continue
         if not isinstance(item, dict):
-            loaded.problems.append(
-                Problem(f"{location}#/paths/{pointer_token(str(path))}", "(path)", "not an object")
-            )
+            loaded.problems.append(Problem(f"{location}{at}", "(path)", "not an object"))
             continue
         shared = item.get("parameters")
         for method in METHODS:
             if item.get(method) is not None:
                 where = _Where(location, str(path), method)
-                _add(loaded, seen, resolver, where, item[method], shared, api=api, base=base)
+                _add(
+                    loaded, seen, (resolver, scope), where, item[method], shared, api=api, base=base
+                )
     return loaded
 
 

@@ -90,8 +90,9 @@ class _Lookup(Protocol):
 
 
 @dataclass(frozen=True)
-class _Scope:
-    """Where references are resolved from: a resolver and the base URI it resolves against."""
+class Scope:
+    """Where references are resolved from: a resolver and the base URI it resolves against
+    (the document a node was found in)."""
 
     resolver: _Lookup
     base: str
@@ -100,10 +101,10 @@ class _Scope:
         """``ref`` made absolute, so that one target has one name across documents."""
         return self.base + ref if ref.startswith("#") else urljoin(self.base, ref)
 
-    def after(self, ref: str, resolver: _Lookup) -> _Scope:
+    def after(self, ref: str, resolver: _Lookup) -> Scope:
         """The scope inside the target of ``ref`` (another document's, for an external one)."""
         base = self.base if ref.startswith("#") else urldefrag(urljoin(self.base, ref))[0]
-        return _Scope(resolver, base)
+        return Scope(resolver, base)
 
 
 def _cause(exc: BaseException) -> IngestError | None:
@@ -138,14 +139,15 @@ class Resolver:
             else Registry()
         )
         root = registry.with_resource(base_uri, resource).resolver(base_uri)
-        self._root = _Scope(root, base_uri)
+        self._root = Scope(root, base_uri)
         self._external = retrieve is not None
         self._nodes = 0
         #: OpenAPI 3.0 and Swagger 2.0 schemas are not JSON Schema 2020-12: rewrite what differs.
         self._legacy = not str(document.get("openapi", "")).startswith("3.1")
 
-    def expand(self, node: Any, pointer: str) -> Any:
-        """``node`` with every reference replaced by its target (a fresh structure).
+    def expand(self, node: Any, pointer: str, scope: Scope | None = None) -> Any:
+        """``node`` (found in ``scope``'s document; None: the first one) with every reference
+        replaced by its target (a fresh structure).
 
         Raises:
             OperationError: a reference that leads nowhere, outside the document (or its
@@ -153,9 +155,25 @@ class Resolver:
                 expanded.
         """
         self._nodes = 0
-        return self._expand(node, pointer, (), self._root)
+        return self._expand(node, pointer, (), scope or self._root)
 
-    def _expand(self, node: Any, pointer: str, stack: tuple[str, ...], scope: _Scope) -> Any:
+    def follow(self, node: Any, pointer: str, scope: Scope | None = None) -> tuple[Any, Scope]:
+        """``node``, or if it is a reference the object it names (its sibling keys kept), and
+        the scope inside it; nothing below it is expanded. For path items and operations kept
+        in other files (``get: {$ref: "ops/list.yaml"}``).
+
+        Raises:
+            OperationError: as :meth:`expand`.
+        """
+        scope = scope or self._root
+        if not isinstance(node, dict) or not isinstance(node.get("$ref"), str):
+            return node, scope
+        target, inner = self._follow(node["$ref"], f"{pointer}/$ref", scope)
+        if not isinstance(target, dict):
+            raise OperationError(f"{pointer}/$ref", "$ref", f"{node['$ref']!r} is not an object")
+        return {**target, **{k: v for k, v in node.items() if k != "$ref"}}, inner
+
+    def _expand(self, node: Any, pointer: str, stack: tuple[str, ...], scope: Scope) -> Any:
         self._nodes += 1
         if self._nodes > MAX_NODES:
             raise OperationError(
@@ -180,7 +198,7 @@ class Resolver:
         }
         return _from_legacy(out) if self._legacy else out
 
-    def _follow(self, ref: str, pointer: str, scope: _Scope) -> tuple[Any, _Scope]:
+    def _follow(self, ref: str, pointer: str, scope: Scope) -> tuple[Any, Scope]:
         """The target of ``ref`` and the scope inside it, following a chain of bare references.
 
         Raises:
@@ -325,19 +343,22 @@ def operation_tool(
     shared_parameters: list[Any],
     base_url: str | None,
     source: str,
+    scope: Scope | None = None,
 ) -> Tool:
-    """The tool for ``method path``.
+    """The tool for ``method path`` (its path item found in ``scope``'s document; None: the
+    first one).
 
     Raises:
         OperationError: the operation cannot be converted (the pointer says where).
     """
     pointer = f"#/paths/{pointer_token(path)}/{method}"
+    operation, inner = resolver.follow(operation, pointer, scope)
     # Only what the tool is made of is expanded: responses and callbacks can be far larger than
     # the input (a real document's response schemas ran past MAX_NODES) and are not used.
     used = {k: v for k, v in operation.items() if k in _USED_KEYS}
-    expanded = resolver.expand(used, pointer)
+    expanded = resolver.expand(used, pointer, inner)
     own = expanded.get("parameters") or []
-    shared = resolver.expand(shared_parameters, f"#/paths/{pointer_token(path)}/parameters")
+    shared = resolver.expand(shared_parameters, f"#/paths/{pointer_token(path)}/parameters", scope)
     # Operation-level parameters override path-level ones with the same name and location.
     names = {(p.get("name"), p.get("in")) for p in own if isinstance(p, dict)}
     inherited = [
