@@ -172,6 +172,7 @@ class SQLiteStore(SQLStore):
             for entry in entries:
                 self._write_one(conn, entry, self.vector_leg.dim)
             _prune_log(conn)
+        self.ann.written()
 
     def _write_one(self, conn: Any, entry: IndexEntry, dim: int) -> None:
         tool = entry.tool
@@ -233,6 +234,7 @@ class SQLiteStore(SQLStore):
                 self._delete_rowid(conn, row[0])
                 removed += 1
             _prune_log(conn)
+        self.ann.written()
         return removed
 
     def _delete_rowid(self, conn: Any, rowid: int) -> None:

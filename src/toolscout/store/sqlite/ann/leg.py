@@ -93,6 +93,13 @@ class AnnVectorLeg:
                     self._discard(remove=True)
         return self.exact.nearest_many(vectors, limit=limit, filters=filters)
 
+    def written(self) -> None:
+        """After a commit of this process: bring an open shard up to it now, so the write's
+        cost stays with the writer. Raises: StoreError."""
+        with self._lock:
+            if self._index is not None:
+                self.current()
+
     def current(self) -> EdgeIndex | None:
         """The shard, caught up with the committed rows, or None while the exact leg answers.
 
@@ -121,6 +128,11 @@ class AnnVectorLeg:
             self._index = self._open(state)
         if self._index is not None:
             self._catch_up(self._index, state)
+            if self._index.counts()[0] != state.tools:  # damaged in a way loading missed
+                log.warning("vector shard at %s disagrees with the rows; rebuilding", self.folder)
+                self._discard(remove=True)
+                self._index = self._open(state)
+                return
             self.exact.drop()  # the exact mirror's copy of the vectors is not needed now
 
     def _usable(self, index: EdgeIndex, state: LogState) -> bool:
