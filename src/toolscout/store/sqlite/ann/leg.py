@@ -271,6 +271,11 @@ class AnnVectorLeg:
             shutil.rmtree(self.folder, ignore_errors=True)
         self._key = None
 
+    def rebuild(self) -> None:
+        """Delete the shard; the next search builds it again from the rows (with ``graph``)."""
+        with self._lock:
+            self._discard(remove=True)
+
     def reset(self) -> None:
         """The index was emptied or replaced: the shard is of another epoch now."""
         with self._lock:
