@@ -10,9 +10,10 @@ tool. Two shard configurations are measured on the same index: the product's (be
 tools per segment Qdrant scans exactly, so small sets are answered exactly) and a forced one
 (every segment gets a graph and every search, filtered or not, walks it), which is what recall
 at scale depends on. livemcpbench has no queries of its own: the project's paraphrases of its
-tasks (tests/data/livemcp_paraphrase) stand in. ``scale``: the bench/catalogs.py catalog of ``--size`` tools as
-bench/latency.py builds it (real tools embedded, variants with perturbed vectors of their base),
-the product's configuration, queries from the three sets' ``queries.jsonl``.
+tasks (tests/data/livemcp_paraphrase) stand in. ``scale``: the bench/catalogs.py catalog of
+``--size`` tools as bench/latency.py builds it (real tools embedded, variants with perturbed
+vectors of their base), the product's configuration, queries from the three sets'
+``queries.jsonl``.
 
 Each query runs twice on the same vectors: unfiltered, and restricted to the primary skill of
 the exact top hit (a hierarchical search's filter). recall@10: the share of the exact top 10
