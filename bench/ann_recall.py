@@ -126,7 +126,8 @@ def _measure(store: SQLiteStore, vectors: NDArray[np.float32], efs: list[int]) -
 
 
 def _size_mb(folder: Path) -> float:
-    return round(sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 2**20, 1)
+    """Space allocated on disk (the shard's preallocated files are sparse)."""
+    return round(sum(p.stat().st_blocks * 512 for p in folder.rglob("*") if p.is_file()) / 2**20, 1)
 
 
 def sets_bench(names: list[str], efs: list[int], limit: int | None) -> dict[str, Any]:
