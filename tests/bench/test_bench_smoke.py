@@ -25,6 +25,7 @@ CASES: dict[str, tuple[list[str], str]] = {
     "latency_build": (["latency.py", "build", "--size", "20"], r'"sorted_tools_per_s"'),
     "latency_memory": (["latency.py", "memory", "--size", "40"], r'"peak_rss_mb"'),
     "latency_batch": (["latency.py", "batch", "--rounds", "1"], r'"speedup_vs_exact_alone"'),
+    "cold_index": (["cold_index.py", "--size", "40"], r"after / before: [\d.]+x"),
     "quality": (["quality.py", "--sets", "toolbench_stable", "--out", "{out}"],
                 r"toolbench_stable\s+toolscout_hybrid\s+all nDCG@10"),
     "enrich": (["enrich.py", "--sets", "seal_tools", "--mode", "bm25,hybrid"], r'"ndcg@10"'),

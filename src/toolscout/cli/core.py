@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+import time
 from enum import StrEnum
 from importlib import resources
 from pathlib import Path
@@ -18,7 +19,7 @@ from toolscout.api.schemas import SearchResponse
 from toolscout.cli import app, console, err_console
 from toolscout.cli.options import SQLITE, DbOption, JsonOption, missing_file, open_engine
 from toolscout.cli.options import settings as _settings
-from toolscout.cli.progress import embedding_bar
+from toolscout.cli.progress import embedding_bar, peak_rss_mb
 from toolscout.errors import IngestError
 from toolscout.eval.reports import report_payload, write_report
 from toolscout.eval.run import Report, evaluate, index_dataset
@@ -50,7 +51,7 @@ def _progress() -> Progress:
     return embedding_bar()
 
 
-def _print_report(report: IndexReport, as_json: bool) -> None:
+def _print_report(report: IndexReport, as_json: bool, took: float | None = None) -> None:
     if as_json:
         console.print_json(json.dumps(report.to_dict()))
         return
@@ -59,6 +60,13 @@ def _print_report(report: IndexReport, as_json: bool) -> None:
         f"unchanged {report.unchanged}, deleted {report.deleted}, "
         f"skipped [red]{len(report.skipped)}[/]"
     )
+    if took is not None and report.embedded:
+        console.print(
+            f"embedded {report.embedded:,} in {took:.1f} s "
+            f"({report.embedded / max(took, 1e-9):,.0f} tools/s); "
+            f"peak memory {peak_rss_mb():,.0f} MB",
+            highlight=False,
+        )
     for problem in report.skipped[:50]:
         console.print(f"  skipped {problem}", highlight=False, markup=False)
     if len(report.skipped) > 50:
@@ -128,6 +136,7 @@ def index(
             f"index --rebuild: {unusable} catalog file(s) could not be read; the index "
             "was left as it was. Fix or leave out those files and run it again."
         )
+    started = time.perf_counter()
     with _progress() as bar:
         task = bar.add_task("embed", total=None)
 
@@ -142,7 +151,7 @@ def index(
                 report = engine.index(loads, prune=prune, progress=progress)
             finally:
                 engine.close()
-    _print_report(report, as_json)
+    _print_report(report, as_json, time.perf_counter() - started)
     if unusable:
         # As for `sync`: the readable files were indexed, the unusable ones kept their tools.
         raise typer.Exit(5)
