@@ -21,10 +21,16 @@ from support.bench_scripts import Scripts
 #: own output folder; ``{catalog}`` the tiny scale catalog; ``{db}`` an index of it.
 CASES: dict[str, tuple[list[str], str]] = {
     "latency_search": (["latency.py", "search", "--sizes", "250", "--queries", "4"],
-                       r'\{"250": \{"tools": 250, "build_s"'),
+                       r'"ann_hybrid": \{"p50"'),
     "latency_build": (["latency.py", "build", "--size", "20"], r'"sorted_tools_per_s"'),
     "latency_memory": (["latency.py", "memory", "--size", "40"], r'"peak_rss_mb"'),
     "latency_batch": (["latency.py", "batch", "--rounds", "1"], r'"speedup_vs_exact_alone"'),
+    "latency_crossover": (["latency.py", "crossover", "--sizes", "250", "--queries", "4"],
+                          r'"exact_over_ann"'),
+    "ann_recall_sets": (["ann_recall.py", "sets", "--sets", "seal_tools", "--queries", "10"],
+                        r'"forced_graph": \{"points": \d+, "in_graph"'),
+    "ann_recall_scale": (["ann_recall.py", "scale", "--size", "250", "--queries", "10"],
+                         r'\{"250": \{"tools": 250'),
     "cold_index": (["cold_index.py", "--size", "40"], r"after / before: [\d.]+x"),
     "quality": (["quality.py", "--sets", "toolbench_stable", "--out", "{out}"],
                 r"toolbench_stable\s+toolscout_hybrid\s+all nDCG@10"),

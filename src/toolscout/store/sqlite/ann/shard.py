@@ -95,6 +95,8 @@ def _config(dim: int, graph: GraphParams) -> qe.EdgeConfig:
         optimizers=qe.EdgeOptimizersConfig(indexing_threshold=graph.indexing_kb),
         # Searches run on the caller's thread budget, as the exact leg's BLAS does.
         max_search_threads=1,
+        # Payloads are small (~100 bytes a tool) and every hit reads its tool id: kept cached.
+        payload_memory=qe.Memory.Cached,
     )
 
 
