@@ -18,7 +18,9 @@ vectors of their base), the product's configuration, queries from the three sets
 Each query runs twice on the same vectors: unfiltered, and restricted to the primary skill of
 the exact top hit (a hierarchical search's filter). recall@10: the share of the exact top 10
 (of a 100-candidate search, the hybrid search's depth) that the HNSW leg's top 10 holds;
-recall@100 likewise over all 100. No timing: these figures do not depend on load.
+recall@100 likewise over all 100. ``--quality`` adds the default search's nDCG@10 and hit@3
+over every query of the set, with the exact leg and with the forced-graph HNSW leg on the same
+index. No timing: these figures do not depend on load.
 """
 
 from __future__ import annotations
@@ -130,7 +132,26 @@ def _size_mb(folder: Path) -> float:
     return round(sum(p.stat().st_blocks * 512 for p in folder.rglob("*") if p.is_file()) / 2**20, 1)
 
 
-def sets_bench(names: list[str], efs: list[int], limit: int | None) -> dict[str, Any]:
+def _quality(engine: Engine, name: str) -> dict[str, dict[str, float]]:
+    """The default search (hybrid, the engine's own embedding path) with the exact leg and with
+    the forced-graph HNSW leg, on the same index: nDCG@10 and hit@3 over every query."""
+    from toolscout.eval.run import evaluate
+
+    folder = SHARED_BENCH / name
+    if not (folder / "queries.jsonl").is_file():
+        folder = PARAPHRASES.parent
+    out: dict[str, dict[str, float]] = {}
+    for leg in ("exact", "ann"):
+        engine.store.ann.enabled = leg == "ann"  # type: ignore[attr-defined]
+        report = evaluate(engine, folder)
+        out[leg] = {k: round(100 * report.overall[k], 2) for k in ("ndcg@10", "hit@3")}
+    engine.store.ann.enabled = True  # type: ignore[attr-defined]
+    return out
+
+
+def sets_bench(
+    names: list[str], efs: list[int], limit: int | None, quality: bool
+) -> dict[str, Any]:
     results: dict[str, Any] = {}
     for name in names:
         with tempfile.TemporaryDirectory() as tmp:
@@ -144,6 +165,8 @@ def sets_bench(names: list[str], efs: list[int], limit: int | None) -> dict[str,
             store.ann.graph = replace(store.ann.graph, **FORCED)
             store.ann.rebuild()
             row["forced_graph"] = _measure(store, vectors, efs)
+            if quality:
+                row["quality"] = _quality(engine, name)
             engine.close()
         results[name] = row
         print(json.dumps({name: row}), flush=True)
@@ -179,13 +202,16 @@ def main() -> int:
     s.add_argument("--sets", nargs="+", default=list(SETS))
     s.add_argument("--ef", nargs="+", type=int, default=[GraphParams().ef])
     s.add_argument("--queries", type=int, default=None, help="at most this many per set")
+    s.add_argument(
+        "--quality", action="store_true", help="also nDCG@10 / hit@3 with each leg (same index)"
+    )
     c = sub.add_parser("scale")
     c.add_argument("--size", type=int, default=100_000)
     c.add_argument("--ef", nargs="+", type=int, default=[GraphParams().ef])
     c.add_argument("--queries", type=int, default=600)
     args = parser.parse_args()
     if args.cmd == "sets":
-        sets_bench(args.sets, args.ef, args.queries)
+        sets_bench(args.sets, args.ef, args.queries, args.quality)
     else:
         scale_bench(args.size, args.ef, args.queries)
     return 0
