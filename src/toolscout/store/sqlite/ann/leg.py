@@ -115,6 +115,9 @@ class AnnVectorLeg:
                     self._refresh()
                 except sqlean.Error as exc:
                     raise StoreError(f"cannot read {self.db.path}: {exc}") from exc
+                except StoreError as exc:  # the shard's trouble: the exact leg answers
+                    log.warning("vector shard unavailable (%s); searching exactly", exc)
+                    self._close_index()
                 self._key = key
             return self._index
 
@@ -183,8 +186,12 @@ class AnnVectorLeg:
     def _build_inline(self) -> EdgeIndex:
         assert self.exact.dim is not None
         target = self._fresh_folder()
-        with self.db.lock:
-            built = build_shard(self.db.conn, target, dim=self.exact.dim, graph=self.graph)
+        try:
+            with self.db.lock:
+                built = build_shard(self.db.conn, target, dim=self.exact.dim, graph=self.graph)
+        except BaseException:
+            shutil.rmtree(target, ignore_errors=True)
+            raise
         built.close()
         self._install(target)
         state = built.state
