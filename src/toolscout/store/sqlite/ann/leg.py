@@ -74,6 +74,7 @@ class AnnVectorLeg:
         self.enabled = True
         self._lock = threading.RLock()
         self._key: object = None
+        self._state: LogState | None = None
         self._index: EdgeIndex | None = None
         self._owner_fd: int | None = None
         self._builder: threading.Thread | None = None
@@ -123,7 +124,8 @@ class AnnVectorLeg:
 
     def _refresh(self) -> None:
         with self.db.lock:
-            state = log_state(self.db.conn)
+            state = log_state(self.db.conn, self._state)
+        self._state = state
         if state.tools < self.min_tools or not self._own():
             self._close_index()
             return

@@ -32,12 +32,23 @@ class LogState:
     oldest: int
 
 
-def log_state(conn: Any) -> LogState:
-    """Read from ``conn`` (a sqlean connection) inside the caller's lock."""
+def log_state(conn: Any, known: LogState | None = None) -> LogState:
+    """Read from ``conn`` (a sqlean connection) inside the caller's lock. Tools are counted
+    only when the log moved since ``known`` (every change of the tool rows is logged), so a
+    write elsewhere in the file (feedback, enrichment) costs three index lookups."""
     epoch = conn.execute("SELECT value FROM meta WHERE key='vectors_epoch'").fetchone()
+    # min() and max() in one statement would scan; each alone reads one end of the key.
+    last = conn.execute("SELECT max(seq) FROM tools_changes").fetchone()[0]
+    oldest = conn.execute("SELECT min(seq) FROM tools_changes").fetchone()[0]
+    state = LogState(str(epoch[0]) if epoch else "", -1, int(last or 0), int(oldest or 0))
+    if known is not None and (known.epoch, known.last, known.oldest) == (
+        state.epoch,
+        state.last,
+        state.oldest,
+    ):
+        return known
     tools = conn.execute("SELECT count(*) FROM tools").fetchone()[0]
-    last, oldest = conn.execute("SELECT max(seq), min(seq) FROM tools_changes").fetchone()
-    return LogState(str(epoch[0]) if epoch else "", int(tools), int(last or 0), int(oldest or 0))
+    return LogState(state.epoch, int(tools), state.last, state.oldest)
 
 
 def _row(raw: Sequence[Any]) -> Row:
