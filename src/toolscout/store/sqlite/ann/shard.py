@@ -42,7 +42,7 @@ class GraphParams:
     m: int = 16
     ef_construct: int = 200
     #: Search breadth; a search asks for at least its limit.
-    ef: int = 200
+    ef: int = 400
     #: Below this many KB of vectors (per segment or per filtered subset) Qdrant scans exactly.
     full_scan_kb: int = 10_000
     #: Segments under this many KB stay unindexed (exact scans) until the optimizer runs.
