@@ -103,3 +103,42 @@ def test_the_setting_rides_on_the_sqlite_url_and_is_refused_for_postgresql() -> 
     )
     with pytest.raises(ValueError, match="ann_min_tools"):
         Settings(db="postgresql://localhost/x", ann_min_tools=5)
+
+
+def test_searches_from_threads_during_writes_see_committed_states_only(tmp_path: Path) -> None:
+    import threading
+
+    store = _store(tmp_path / "i.db")
+    _fill(store)
+    errors: list[BaseException] = []
+    seen: list[int] = []
+    stop = threading.Event()
+
+    def search() -> None:
+        while not stop.is_set():
+            try:
+                hits = store.nearest(unit(0.0, 0.0, 1.0), limit=50)  # every tool
+                # "files::late_*" tools arrive in pairs, one transaction each: never half a pair.
+                late = [h.id for h in hits if h.id.startswith("files::late_")]
+                assert len(late) % 2 == 0, late
+                seen.append(len(late))
+            except BaseException as exc:  # reported below, in the test's thread
+                errors.append(exc)
+                return
+
+    threads = [threading.Thread(target=search) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for i in range(10):
+        store.upsert(
+            [
+                entry(f"files::late_{i}a", "late", unit(0.0, 0.01 * i, 1.0)),
+                entry(f"files::late_{i}b", "late", unit(0.0, 0.01 * i + 0.005, 1.0)),
+            ]
+        )
+    stop.set()
+    for t in threads:
+        t.join(timeout=30)
+    assert not errors, errors[0]
+    assert seen and store.ann.describe()["points"] == 26
+    store.close()
