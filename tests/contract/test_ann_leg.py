@@ -142,3 +142,24 @@ def test_searches_from_threads_during_writes_see_committed_states_only(tmp_path:
     assert not errors, errors[0]
     assert seen and store.ann.describe()["points"] == 26
     store.close()
+
+
+def test_many_new_points_outside_the_graph_are_reindexed_while_the_shard_answers(
+    tmp_path: Path,
+) -> None:
+    store = _store(tmp_path / "i.db")
+    _fill(store)
+    assert store.nearest(unit(1.0), limit=1)[0].id == "files::tool_0"  # built inline
+    store.ann.inline_build = 2  # so that ten new points call for a re-index (in a child)
+    store.upsert([entry(f"files::new_{i}", "new", unit(0.0, 1.0, i / 10)) for i in range(10)])
+    assert store.ann.describe()["building"]
+    # The current shard, caught up, answers while the new one is built.
+    assert store.ann.describe()["leg"] == "ann"
+    assert store.nearest(unit(0.0, 1.0), limit=1)[0].id == "files::new_0"
+    assert store.ann.wait_built(timeout=120)
+    assert store.nearest(unit(0.0, 1.0), limit=1)[0].id == "files::new_0"
+    assert store.ann.describe()["points"] == 16
+    # Points the optimizer leaves outside a graph by design do not start another build.
+    store.upsert([entry("files::one_more", "more", unit(0.0, 0.0, 0.0, 1.0))])
+    assert not store.ann.describe()["building"]
+    store.close()

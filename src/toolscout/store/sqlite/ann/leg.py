@@ -75,6 +75,8 @@ class AnnVectorLeg:
         self._lock = threading.RLock()
         self._key: object = None
         self._state: LogState | None = None
+        #: Points outside any graph when the shard was opened (segments too small to index).
+        self._outside = 0
         self._index: EdgeIndex | None = None
         self._owner_fd: int | None = None
         self._builder: threading.Thread | None = None
@@ -133,6 +135,9 @@ class AnnVectorLeg:
             self._discard()
         if self._index is None and self._builder is None:
             self._index = self._open(state)
+            if self._index is not None:  # what the optimizer left outside a graph, by design
+                points, indexed = self._index.counts()
+                self._outside = points - indexed
         if self._index is not None:
             self._catch_up(self._index, state)
             if self._index.counts()[0] != state.tools:  # damaged in a way loading missed
@@ -178,8 +183,9 @@ class AnnVectorLeg:
             index.apply(rows, gone)
         index.commit(state.last)
         points, indexed = index.counts()
-        if points - indexed > max(self.inline_build, points // 10) and self._builder is None:
-            self._start_build()  # many points outside the graph: re-index, this one answers
+        grown = points - indexed - self._outside
+        if grown > max(self.inline_build, points // 10) and self._builder is None:
+            self._start_build()  # many new points outside the graph: re-index, this one answers
 
     # -- building -----------------------------------------------------------------------------
     def _fresh_folder(self) -> Path:
