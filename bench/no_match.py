@@ -1,6 +1,6 @@
 """``no_match`` per set and per catalog size: answerable requests flagged, no-match recall.
 
-    python bench/no_match.py [--max-dev 300] [--sizes 100 500 5000] [--out bench/out/no_match]
+    python bench/no_match.py [--max-dev 300] [--sizes 100 500 5000] [--sets NAME ...]
 
 The default search (``Engine.find``, default request) as served, with the packaged calibration.
 Nothing is chosen here: ``no_match_below`` comes from ``bench/fit/calibrate.py`` (dev rows of
@@ -46,15 +46,33 @@ def _lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
 
 
-def per_set(db: Path, model: str, max_dev: int) -> dict[str, dict[str, Any]]:
+SETS = ("livemcp_paraphrase", "single_intent", *SOURCES, "no_match", "tooleyes_dev")
+
+
+def per_set(db: Path, model: str, max_dev: int, names: list[str]) -> dict[str, dict[str, Any]]:
     sets = datasets(ROOT / "data" / "natural")
     out: dict[str, dict[str, Any]] = {}
-    for name in ("livemcp_paraphrase", "single_intent", *SOURCES):
+    for name in [n for n in names if n in sets]:
         ds = sets[name]
         texts = [r.text for r in load_requests(ds, max_dev) if r.split == "dev"]
         engine, _ = open_index(db / f"{name}.db", ds.tools, name, model)
         out[name] = {"requests": len(texts), "answerable_flagged": flagged(engine, texts)}
         engine.close()
+    if "no_match" in names:
+        out.update(no_match_sets(db, model))
+    eyes = SHARED / "tooleyes_dev"
+    if "tooleyes_dev" in names and eyes.is_dir():
+        texts = [r["query"] for r in _lines(eyes / "queries.jsonl") if r.get("gold")]
+        engine, _ = open_index(db / "tooleyes_dev.db", eyes / "tools.jsonl", "tooleyes_dev", model)
+        out["tooleyes_dev (unseen)"] = {"requests": len(texts),
+                                        "answerable_flagged": flagged(engine, texts)}  # fmt: skip
+        engine.close()
+    return out
+
+
+def no_match_sets(db: Path, model: str) -> dict[str, dict[str, Any]]:
+    """The multi-intent and no-match requests over the catalogs they were written for."""
+    out: dict[str, dict[str, Any]] = {}
     nm, mi = (
         _lines(TESTS / "no_match" / "queries.jsonl"),
         _lines(TESTS / "multi_intent" / "queries.jsonl"),
@@ -75,12 +93,6 @@ def per_set(db: Path, model: str, max_dev: int) -> dict[str, dict[str, Any]]:
                 "no_match_flagged": flagged(engine, texts),
             }
         engine.close()
-    eyes = SHARED / "tooleyes_dev"
-    texts = [r["query"] for r in _lines(eyes / "queries.jsonl") if r.get("gold")]
-    engine, _ = open_index(db / "tooleyes_dev.db", eyes / "tools.jsonl", "tooleyes_dev", model)
-    out["tooleyes_dev (unseen)"] = {"requests": len(texts),
-                                    "answerable_flagged": flagged(engine, texts)}  # fmt: skip
-    engine.close()
     return out
 
 
@@ -135,6 +147,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--max-dev", type=int, default=300, help="requests per set")
     parser.add_argument("--sizes", type=int, nargs="*", default=[100, 500, 5000])
+    parser.add_argument("--sets", nargs="*", default=list(SETS), choices=SETS)
     parser.add_argument("--embed-model", default=DEFAULT_MODEL)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "no_match")
     args = parser.parse_args()
@@ -142,7 +155,7 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     db = db_folder(args.out / "db", args.embed_model)
     db.mkdir(parents=True, exist_ok=True)
-    sets = per_set(db, args.embed_model, args.max_dev)
+    sets = per_set(db, args.embed_model, args.max_dev, args.sets)
     print("| set (requests) | answerable flagged | no-match flagged |\n|---|---|---|")
     for name, row in sets.items():
         a, n = row.get("answerable_flagged"), row.get("no_match_flagged")

@@ -88,6 +88,9 @@ def stage1_features(
             if row is not None:
                 near[row] = max(near[row], cosine)
                 votes[row] += confidence / rank
+    # The skill's own vector counts as one of its tools: a skill whose tools are all far (or
+    # that has none yet) still stands out when its description fits the request.
+    near = np.maximum(near, s)
     return np.stack([s, margin, near, near - top, votes], axis=1)
 
 

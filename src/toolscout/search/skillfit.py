@@ -14,7 +14,8 @@ Both maps are logistic models over features of cosine similarities:
 * **stage 1** (``search/hierarchical.py``): a request against each skill - ``sim`` and
   ``margin`` against the skill's vector (the centroid of its tools), and what the request's
   ``near_depth`` nearest tools say about the skill: ``near`` (the best cosine of one of its
-  tools among them; the last neighbour's cosine when none is), ``near_gap`` (``near`` minus the
+  tools among them, or of the skill's own vector when that is closer; the last neighbour's
+  cosine when neither is), ``near_gap`` (``near`` minus the
   first neighbour's cosine) and ``votes`` (the neighbours in the skill, each counted
   ``confidence / rank``).
 
