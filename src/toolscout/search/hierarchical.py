@@ -3,8 +3,8 @@
 Stage 1 scores active skills against the query (embedded once; the same vectors feed stage 2).
 Stage 2 runs the core hybrid search restricted to tools of the matched skills. Stage 3 loads
 input schemas for the returned tools only, when asked. With no skills, no match, a stage-1
-error, or when the catalog's best tool lies outside the matched skills (the safety net), the
-search falls back to the unfiltered catalog and says so: ``skill_ids_used = None``,
+error, or when one of the catalog's first three tools lies outside the matched skills (the
+safety net), the search falls back to the unfiltered catalog and says so: ``skill_ids_used = None``,
 ``strategy_used = "direct"`` and ``fallback`` gives the reason (BR-001: outside a fallback,
 every tool returned belongs to a matched skill).
 
@@ -56,6 +56,10 @@ SAFETY_NET = 0.95
 WARN_EVERY = 60.0
 #: How deep the safety net's unfiltered search goes.
 NET_DEPTH = 50
+#: The net falls back when one of the catalog's first this many skilled tools lies outside the
+#: matched skills: the places an agent reads first are never lost to stage 1 (hit@3 on dev
+#: requests, docs/BENCHMARKS.md §3).
+NET_WATCH = 3
 Vectors = NDArray[np.float32]
 
 
@@ -347,7 +351,7 @@ class HierarchicalSearcher:
             ranked, netted = self._with_safety_net(req, vectors, used)
             cand = self.store.count(_filters(req, used))
             if netted:
-                used, fallback = None, "safety net: the best tool is outside the matched skills"
+                used, fallback = None, "safety net: a first tool is outside the matched skills"
         else:
             ranked, cand = self.search_tools(
                 req, vectors, skill_ids=used, limit=req.limit, threshold=req.tool_threshold
@@ -360,8 +364,8 @@ class HierarchicalSearcher:
     ) -> tuple[list[Ranked], bool]:
         """Stage 2 with a safety net, so a tool the classifier misfiled is not lost, and whether
         the net had to be used. The answer holds the matched skills' tools in their catalog-wide
-        order; but when the catalog's best skilled tool belongs to another active skill (the
-        request's tool was filed elsewhere), the answer is the catalog-wide ranking with the
+        order; but when one of the catalog's first ``NET_WATCH`` skilled tools belongs to another
+        active skill (the request's tool may have been filed elsewhere), the answer is the catalog-wide ranking with the
         out-of-skill tools scaled by ``safety_net``: a fallback (BR-001: outside a fallback,
         every tool returned belongs to a matched skill). Tools with no active skill stay out
         (only ``direct`` finds them)."""
@@ -373,7 +377,7 @@ class HierarchicalSearcher:
         assigned = self.store.assignments([r.id for r in net])
         inside: dict[str, Ranked] = {}
         outside: dict[str, Ranked] = {}
-        first_outside = False
+        netted = False
         for r in net:
             skills = {a.skill_id for a in assigned.get(r.id, [])} & active
             if not skills:
@@ -381,14 +385,14 @@ class HierarchicalSearcher:
             if skills.intersection(used):
                 inside[r.id] = r
             else:
-                first_outside = first_outside or not inside
+                netted = netted or len(inside) + len(outside) < NET_WATCH
                 outside[r.id] = replace(r, score=r.score * self.safety_net)
-        scored = {**inside, **outside} if first_outside else inside
+        scored = {**inside, **outside} if netted else inside
         kept = (r for r in scored.values() if r.score >= req.tool_threshold)
         # Equal scores keep the searcher's order (which already broke its ties by id): calibrated
         # scores never rise down a ranking, so ties are common and the order is the ranking's.
         rank = {r.id: i for i, r in enumerate(net)}
-        return sorted(kept, key=lambda r: (-r.score, rank[r.id]))[: req.limit], first_outside
+        return sorted(kept, key=lambda r: (-r.score, rank[r.id]))[: req.limit], netted
 
     def _hybrid(self, req: SearchRequest, vectors: Vectors) -> _Stages:
         # Both strategies at once; a tool keeps its better score (ties: direct's order first).
