@@ -11,8 +11,8 @@ data/natural and tests/data); this script reports what it does.
   of MetaTool, Gorilla and BFCL over their whole catalogs, the multi-intent requests), and on
   ``tooleyes_dev`` (evaluation data: reported, never fitted); the no-match requests of
   tests/data/no_match (odd ids: dev; even ids: held out) over the catalogs they were written for.
-* **Per catalog size** (100, 500, 5,000 tools): a catalog made of the dev tools of MetaTool,
-  Gorilla and BFCL (an even stride, at most half of it) and distractors (the training tools of
+* **Per catalog size** (100, 500, 5,000 tools): a catalog made of every other dev tool of
+  MetaTool, Gorilla and BFCL (an even stride of them, at most half of it) and distractors (the training tools of
   data/natural, then ToolBench and Seal-Tools tools); answerable: the dev requests whose gold
   tools are all in it; no-match: dev requests none of whose gold tools is (unanswerable by
   construction; a near-copy of a gold tool may still serve one, so the recall is a lower bound).
@@ -105,8 +105,11 @@ def sized_catalog(size: int) -> tuple[list[dict[str, Any]], list[tuple[str, tupl
             (dev_tools if row["split"] == "dev" else train_tools).append(row)
         rows = _lines(natural / source / "queries.jsonl")
         requests += [(r["query"], tuple(r["gold"])) for r in rows if r["split"] == "dev"]
-    step = max(1, -(-len(dev_tools) // (size // 2)))
-    chosen = dev_tools[::step][: size // 2]
+    # Every other dev tool is never indexed, so each size has no-match requests; the rest
+    # (an even stride of them, at most half the catalog) are.
+    kept = dev_tools[::2]
+    step = max(1, -(-len(kept) // (size // 2)))
+    chosen = kept[::step][: size // 2]
     distractors = [t for t in train_tools if t["split"] == "train"]
     for name in ("toolbench_stable", "seal_tools"):
         distractors += _lines(SHARED / name / "tools.jsonl")
