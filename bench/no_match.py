@@ -12,10 +12,11 @@ data/natural and tests/data); this script reports what it does.
   ``tooleyes_dev`` (evaluation data: reported, never fitted); the no-match requests of
   tests/data/no_match (odd ids: dev; even ids: held out) over the catalogs they were written for.
 * **Per catalog size** (100, 500, 5,000 tools): a catalog made of every other dev tool of
-  MetaTool, Gorilla and BFCL (an even stride of them, at most half of it) and distractors (the training tools of
-  data/natural, then ToolBench and Seal-Tools tools); answerable: the dev requests whose gold
-  tools are all in it; no-match: dev requests none of whose gold tools is (unanswerable by
-  construction; a near-copy of a gold tool may still serve one, so the recall is a lower bound).
+  MetaTool, Gorilla and BFCL (an even stride of them, at most half of it) and distractors (the
+  training tools of data/natural, then ToolBench and Seal-Tools tools). Answerable: the dev
+  requests whose gold tools are all in it; no-match: dev requests none of whose gold tools is
+  (unanswerable by construction; a near-copy of a gold tool may still serve one, so the recall
+  is a lower bound).
 """
 
 from __future__ import annotations
@@ -133,6 +134,8 @@ def per_size(db: Path, out: Path, model: str, sizes: list[int], max_dev: int) ->
         missing = [q for q, gold in requests if not set(gold) & ids]
         answerable = answerable[:: max(1, -(-len(answerable) // max_dev))]
         missing = missing[:: max(1, -(-len(missing) // max_dev))]
+        for suffix in ("", "-wal", "-shm"):  # built fresh: a reused index keeps old tools
+            (db / f"sized_{size}.db{suffix}").unlink(missing_ok=True)
         engine, _ = open_index(db / f"sized_{size}.db", path, f"sized_{size}", model)
         report[str(size)] = {
             "tools": engine.store.count(),
