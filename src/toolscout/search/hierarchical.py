@@ -365,7 +365,8 @@ class HierarchicalSearcher:
         """Stage 2 with a safety net, so a tool the classifier misfiled is not lost, and whether
         the net had to be used. The answer holds the matched skills' tools in their catalog-wide
         order; but when one of the catalog's first ``NET_WATCH`` skilled tools belongs to another
-        active skill (the request's tool may have been filed elsewhere), the answer is the catalog-wide ranking with the
+        active skill and ranks above one of the matched skills' tools (the request's tool may
+        have been filed elsewhere), the answer is the catalog-wide ranking with the
         out-of-skill tools scaled by ``safety_net``: a fallback (BR-001: outside a fallback,
         every tool returned belongs to a matched skill). Tools with no active skill stay out
         (only ``direct`` finds them)."""
@@ -377,16 +378,21 @@ class HierarchicalSearcher:
         assigned = self.store.assignments([r.id for r in net])
         inside: dict[str, Ranked] = {}
         outside: dict[str, Ranked] = {}
-        netted = False
+        watched: list[bool] = []  # the first skilled tools: inside the matched skills or not
         for r in net:
             skills = {a.skill_id for a in assigned.get(r.id, [])} & active
             if not skills:
                 continue
+            if len(watched) < NET_WATCH:
+                watched.append(bool(skills.intersection(used)))
             if skills.intersection(used):
                 inside[r.id] = r
             else:
-                netted = netted or len(inside) + len(outside) < NET_WATCH
                 outside[r.id] = replace(r, score=r.score * self.safety_net)
+        # An outside tool matters when it would push a matched skill's tool down the first
+        # places; after the last of them (a small skill, not topped up) it changes nothing.
+        first_out = watched.index(False) if False in watched else NET_WATCH
+        netted = first_out < NET_WATCH and len(inside) > watched[:first_out].count(True)
         scored = {**inside, **outside} if netted else inside
         kept = (r for r in scored.values() if r.score >= req.tool_threshold)
         # Equal scores keep the searcher's order (which already broke its ties by id): calibrated
