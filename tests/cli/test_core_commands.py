@@ -69,6 +69,15 @@ def test_builtin_catalog_indexes_without_problems(tmp_path: Path) -> None:
     assert report["added"] > 100 and report["skipped"] == []
 
 
+def test_index_reports_its_rate_and_peak_memory(tmp_path: Path) -> None:
+    result = _run("index", "--builtin", "--db", str(tmp_path / "r.db"))
+    assert result.returncode == 0, result.stderr
+    summary = next(line for line in result.stdout.splitlines() if line.startswith("embedded "))
+    words = summary.replace("(", " ").replace(",", "").split()
+    assert int(words[1]) > 100 and "tools/s);" in words and "MB" in words
+    assert float(words[words.index("memory") + 1]) > 50  # the model alone is bigger
+
+
 def test_eval_writes_a_run_file_and_reports_metrics(tmp_path: Path) -> None:
     set_dir = tmp_path / "mini"
     set_dir.mkdir()

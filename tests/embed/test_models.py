@@ -65,6 +65,15 @@ def test_a_tool_vector_does_not_depend_on_the_texts_embedded_with_it() -> None:
     assert np.array_equal(model.embed_query(TEXTS), together)
 
 
+def test_documents_embedded_by_parallel_sessions_are_the_same_bytes() -> None:
+    texts = [f"{text} #{i}" for i in range(12) for text in TEXTS]  # enough to share out
+    one = open_embedder(DEFAULT_MODEL, threads=1)
+    two = open_embedder(DEFAULT_MODEL, threads=2)
+    alone = one.embed(texts)
+    assert np.array_equal(two.embed(texts), alone)
+    assert np.array_equal(two.embed_query(texts[:3]), alone[:3])
+
+
 def test_a_damaged_model_file_is_refused_with_its_checksum(tmp_path: Path) -> None:
     bad = tmp_path / "model.onnx"
     bad.write_bytes(b"not a model")

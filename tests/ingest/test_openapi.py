@@ -4,7 +4,6 @@ requests; malformed documents and operations reported with their pointer and ski
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -192,7 +191,7 @@ def test_a_document_that_is_not_openapi_fails_the_source(tmp_path: Path) -> None
         OpenApiSource(path).read()
 
 
-def test_two_thousand_operations_convert_in_bounded_time() -> None:
+def test_ten_thousand_operations_are_all_converted() -> None:
     item = {
         "type": "object",
         "properties": {"id": {"type": "integer"}, "next": {"$ref": "#/components/schemas/Item"}},
@@ -217,13 +216,11 @@ def test_two_thousand_operations_convert_in_bounded_time() -> None:
                 "responses": ok,
             }
         }
-        for i in range(2000)
+        for i in range(10_000)
     }
     doc = _doc(paths, components={"schemas": {"Item": item}})
-    started = time.perf_counter()
     loaded = document_tools(doc, location="big.json", source="big.json")
-    assert time.perf_counter() - started < 10
-    assert len(loaded.tools) == 2000 and not loaded.problems
+    assert len(loaded.tools) == 10_000 and not loaded.problems
     assert loaded.tools[0].id == "pets::get_items0_by_id"
 
 
@@ -237,11 +234,23 @@ def test_an_exponentially_expanding_document_is_cut_per_operation() -> None:
         {"/bomb": _get("bomb", parameters=[param]), "/ok": _get("ok")},
         components={"schemas": schemas},
     )
-    started = time.perf_counter()
     loaded = document_tools(doc, location="bomb.json", source="bomb.json")
-    assert time.perf_counter() - started < 10
     assert [t.id for t in loaded.tools] == ["pets::ok"]
     assert "schema nodes" in loaded.problems[0].message
+
+
+def test_response_schemas_are_not_expanded_whatever_their_size() -> None:
+    schemas: dict[str, Any] = {"L0": {"type": "string"}}
+    for level in range(1, 30):
+        below = {"$ref": f"#/components/schemas/L{level - 1}"}
+        schemas[f"L{level}"] = {"type": "object", "properties": {"a": below, "b": below}}
+    huge = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/L29"}}}}
+    doc = _doc(
+        {"/report": _get("report", responses={"200": huge})}, components={"schemas": schemas}
+    )
+    loaded = document_tools(doc, location="r.json", source="r.json")
+    assert loaded.problems == []
+    assert [t.id for t in loaded.tools] == ["pets::report"]
 
 
 def test_fallback_names_are_readable_and_stable() -> None:
@@ -287,7 +296,7 @@ def test_sync_takes_a_url_among_its_catalogs(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_two_thousand_operations_index_in_bounded_time(engine: Engine) -> None:
+def test_two_thousand_operations_are_all_indexed(engine: Engine) -> None:
     param = {"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}}
     paths = {
         f"/things{i}/{{id}}": {
@@ -299,7 +308,5 @@ def test_two_thousand_operations_index_in_bounded_time(engine: Engine) -> None:
         }
         for i in range(2000)
     }
-    started = time.perf_counter()
     report = engine.index([document_tools(_doc(paths), location="big.json", source="big.json")])
     assert report.added == 2000 and not report.skipped
-    assert time.perf_counter() - started < 120  # about 17 s on two shared cores

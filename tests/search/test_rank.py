@@ -1,13 +1,13 @@
-"""The learned ranker: its model file is read exactly, checked at load, and re-scores fast."""
+"""The learned ranker: its model file is read exactly and checked at load."""
 
 from __future__ import annotations
 
 import json
 import shutil
-import time
 from importlib import resources
 from pathlib import Path
 
+import lightgbm as lgb
 import numpy as np
 import pytest
 
@@ -16,13 +16,11 @@ from toolscout.engine import Engine
 from toolscout.errors import ConfigError
 from toolscout.eval.run import load_queries
 from toolscout.ingest.jsonfile import CatalogFile
-from toolscout.models import Loaded, Scored, Tool
+from toolscout.models import Loaded, Tool
 from toolscout.search.rank import (
     FEATURES,
     META_FILE,
     MODEL_FILE,
-    Legs,
-    features,
     load_ranker,
     parse_lightgbm,
 )
@@ -74,7 +72,6 @@ def test_trees_are_walked_as_lightgbm_walks_them() -> None:
 
 
 def test_packaged_ranker_matches_lightgbm_on_random_rows() -> None:
-    lgb = pytest.importorskip("lightgbm", reason="lightgbm is a training-only dependency")
     text = (_packaged() / MODEL_FILE).read_text("utf-8")
     booster = lgb.Booster(model_str=text)
     x = np.random.default_rng(3).normal(size=(200, len(FEATURES)))
@@ -97,23 +94,6 @@ def test_a_ranker_for_other_features_is_refused(tmp_path: Path) -> None:
     (tmp_path / META_FILE).write_text(json.dumps(meta), encoding="utf-8")
     with pytest.raises(ConfigError, match="refit"):
         load_ranker(tmp_path)
-
-
-def test_hundred_candidates_are_rescored_within_a_millisecond() -> None:
-    ranker = load_ranker()
-    vector = [Scored(f"t{i}", 0.8 - i / 200) for i in range(100)]
-    legs = Legs(vector[:50], vector, vector, 1, 5000)
-    tools = {
-        h.id: Tool(id=h.id, name=f"tool {h.id}", description="Does one thing.") for h in vector
-    }
-    ids = [h.id for h in vector]
-    best = float("inf")
-    for _ in range(30):
-        t0 = time.perf_counter()
-        ranker.probabilities(ranker.scores(features(legs, ids, ["tool"], tools)))
-        best = min(best, time.perf_counter() - t0)
-    # The best of 30 runs: CI machines are shared; the quiet-machine figure is ~0.5 ms.
-    assert best < 0.003
 
 
 def test_probabilities_fall_with_the_ranker_score() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+import time
 from enum import StrEnum
 from importlib import resources
 from pathlib import Path
@@ -18,13 +19,14 @@ from toolscout.api.schemas import SearchResponse
 from toolscout.cli import app, console, err_console
 from toolscout.cli.options import SQLITE, DbOption, JsonOption, missing_file, open_engine
 from toolscout.cli.options import settings as _settings
-from toolscout.cli.progress import embedding_bar
+from toolscout.cli.progress import embedding_bar, peak_rss_mb
 from toolscout.errors import IngestError
 from toolscout.eval.reports import report_payload, write_report
 from toolscout.eval.run import Report, evaluate, index_dataset
 from toolscout.formats import GroupBy, ProviderFormat, render
 from toolscout.ingest.jsonfile import CatalogFile, catalog_files
-from toolscout.ingest.openapi import OpenApiSource, is_url
+from toolscout.ingest.openapi import OpenApiSource
+from toolscout.ingest.openapi_documents import OPENAPI_CACHE, DocumentCache, is_url
 from toolscout.ingest.sources import Source
 from toolscout.models import IndexReport, ItemType, Loaded, SearchMode, Strategy
 from toolscout.search.hybrid import check_query
@@ -50,7 +52,7 @@ def _progress() -> Progress:
     return embedding_bar()
 
 
-def _print_report(report: IndexReport, as_json: bool) -> None:
+def _print_report(report: IndexReport, as_json: bool, took: float | None = None) -> None:
     if as_json:
         console.print_json(json.dumps(report.to_dict()))
         return
@@ -59,6 +61,13 @@ def _print_report(report: IndexReport, as_json: bool) -> None:
         f"unchanged {report.unchanged}, deleted {report.deleted}, "
         f"skipped [red]{len(report.skipped)}[/]"
     )
+    if took is not None and report.embedded:
+        console.print(
+            f"embedded {report.embedded:,} in {took:.1f} s "
+            f"({report.embedded / max(took, 1e-9):,.0f} tools/s); "
+            f"peak memory {peak_rss_mb():,.0f} MB",
+            highlight=False,
+        )
     for problem in report.skipped[:50]:
         console.print(f"  skipped {problem}", highlight=False, markup=False)
     if len(report.skipped) > 50:
@@ -68,7 +77,7 @@ def _print_report(report: IndexReport, as_json: bool) -> None:
 
 
 def _read_catalogs(
-    paths: list[str], *, builtin: bool, server: str | None
+    paths: list[str], *, builtin: bool, server: str | None, cache_dir: str
 ) -> tuple[list[Loaded], int]:
     """Read every named catalog; ``(listings, how many could not be read at all)``.
 
@@ -81,7 +90,8 @@ def _read_catalogs(
         files.append(Path(str(resources.files("toolscout.data").joinpath(BUILTIN))))
     if not files and not urls:
         raise IngestError("index: give catalog files or folders, OpenAPI URLs, or --builtin")
-    sources: list[Source] = [OpenApiSource(url, api=server) for url in urls]
+    cache = DocumentCache(Path(cache_dir) / OPENAPI_CACHE)
+    sources: list[Source] = [OpenApiSource(url, api=server, cache=cache) for url in urls]
     for file in files:
         name = "builtin" if file.name == BUILTIN and builtin else None
         sources.append(CatalogFile(file, server=server, source=name))
@@ -121,13 +131,16 @@ def index(
     """Index catalog files (MCP tools/list, OpenAI, Anthropic or JSONL tools) and OpenAPI
     documents (a file or an http(s) URL: one tool per operation). Unchanged tools are not
     re-embedded. Exits 5 when a catalog could not be read at all; the tools it had are kept."""
-    loads, unusable = _read_catalogs(list(paths or []), builtin=builtin, server=server)
+    loads, unusable = _read_catalogs(
+        list(paths or []), builtin=builtin, server=server, cache_dir=_settings(db).cache_dir
+    )
     if rebuild and unusable:
         # A rebuild replaces the whole index: never start one from a partial catalog.
         raise IngestError(
             f"index --rebuild: {unusable} catalog file(s) could not be read; the index "
             "was left as it was. Fix or leave out those files and run it again."
         )
+    started = time.perf_counter()
     with _progress() as bar:
         task = bar.add_task("embed", total=None)
 
@@ -142,7 +155,7 @@ def index(
                 report = engine.index(loads, prune=prune, progress=progress)
             finally:
                 engine.close()
-    _print_report(report, as_json)
+    _print_report(report, as_json, time.perf_counter() - started)
     if unusable:
         # As for `sync`: the readable files were indexed, the unusable ones kept their tools.
         raise typer.Exit(5)

@@ -17,6 +17,7 @@ import hashlib
 import json
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,20 @@ from toolscout.embed.quantize import sha256_of
 from toolscout.errors import ConfigError, EmbedError
 
 BATCH = 32
+#: Texts from which a per-call graph's documents are embedded by parallel sessions.
+PARALLEL_MIN = 16
+
+
+@dataclass(frozen=True)
+class _Workers:
+    """Single-threaded sessions of the document graph and the threads that run them."""
+
+    sessions: list[Any]
+    pool: ThreadPoolExecutor
+
+    @property
+    def size(self) -> int:
+        return len(self.sessions)
 
 
 @dataclass(frozen=True)
@@ -129,8 +144,16 @@ class OnnxEmbedder:
         self._batch = 1 if quantised_per_call(graph) else BATCH
         self._query_session = session(query_graph, threads) if query_graph else self._session
         self._query_batch = 1 if query_graph and quantised_per_call(query_graph) else self._batch
-        self._run_lock = threading.Lock()
+        self._graph = graph
+        self._threads = threads
+        self._locks: dict[int, threading.Lock] = {}
+        self._workers: _Workers | None = None
+        self._workers_lock = threading.Lock()
         self.dim = int(self._embed(["dimension probe"], self._session, 1).shape[1])
+
+    def _lock_for(self, session: Any) -> threading.Lock:
+        with self._workers_lock:
+            return self._locks.setdefault(id(session), threading.Lock())
 
     def _run(self, texts: Sequence[str], session: Any) -> Vectors:
         encodings = self._tokenizer.encode_batch(list(texts))
@@ -142,7 +165,7 @@ class OnnxEmbedder:
             mask[row, : len(enc.ids)] = 1
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         feeds = {k: v for k, v in feeds.items() if k in self._inputs}
-        with self._run_lock:
+        with self._lock_for(session):
             (out,) = session.run([self._output], feeds)
         out = np.asarray(out, dtype=np.float32)
         if out.ndim == 2:
@@ -157,10 +180,39 @@ class OnnxEmbedder:
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Embed texts in length-sorted batches (one text per call for a per-call int8 graph).
 
+        A per-call graph gains little from a second intra-op thread on one short text, so a
+        large enough list is shared among one single-threaded session per thread, run side by
+        side (onnxruntime releases the GIL). Each text still goes through the same graph
+        alone: its vector is the same bytes whichever session embeds it.
+
         Raises:
             EmbedError: onnxruntime failed.
         """
+        if self._batch == 1 and self._threads > 1 and len(texts) >= PARALLEL_MIN:
+            return self._embed_parallel(texts)
         return self._embed(texts, self._session, self._batch)
+
+    def _embed_parallel(self, texts: Sequence[str]) -> Vectors:
+        workers = self._side_by_side()
+        shares = [list(range(k, len(texts), workers.size)) for k in range(workers.size)]
+        parts = workers.pool.map(
+            lambda pair: self._embed([texts[i] for i in pair[0]], pair[1], 1),
+            zip(shares, workers.sessions, strict=True),
+        )
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for share, rows in zip(shares, parts, strict=True):
+            out[share] = rows
+        return out
+
+    def _side_by_side(self) -> _Workers:
+        """The single-threaded sessions and their pool, made on first use (a server that only
+        embeds queries never pays for them)."""
+        with self._workers_lock:
+            if self._workers is None:
+                sessions = [session(self._graph, 1) for _ in range(self._threads)]
+                pool = ThreadPoolExecutor(self._threads, thread_name_prefix="toolscout-embed")
+                self._workers = _Workers(sessions, pool)
+            return self._workers
 
     def embed_query(self, texts: Sequence[str]) -> Vectors:
         """Embed queries (through the query graph when there is one).
