@@ -50,7 +50,7 @@ from toolscout.search.hybrid import HybridSearcher
 from toolscout.search.text import query_tokens
 from toolscout.store.base import IndexEntry
 
-LEGS = ("fts5", "tantivy", "bm25s", "qdrant")
+LEGS = ("fts5", "tantivy", "bm25s", "qdrant", "impact")
 CONGRUENCE_DEPTH = 100
 
 
