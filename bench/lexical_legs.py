@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import math
 import shutil
+import sys
+from array import array
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -160,7 +162,8 @@ class TantivyLeg:
         query = tantivy.Query.boolean_query(clauses)
         hits = self.searcher.search(query, limit + MARGIN, count=False).hits
         rows = self.searcher.fast_field_values("row", [addr for _, addr in hits])
-        return ranked([(float(s), self.ids[int(r)]) for (s, _), r in zip(hits, rows)], limit)
+        pairs = zip(hits, rows, strict=True)
+        return ranked([(float(s), self.ids[int(r or 0)]) for (s, _), r in pairs], limit)
 
     def size_bytes(self) -> int:
         return folder_bytes(self.folder)
@@ -188,7 +191,8 @@ class BM25sLeg:
             self.ids.append(tool.id)
             bag: list[str] = []
             for field, times in zip(LEXICAL_FIELDS, repeat, strict=True):
-                bag.extend(fields[field].split() * times)
+                # Interned: a million bags share one string per distinct token.
+                bag.extend([sys.intern(t) for t in fields[field].split()] * times)
             corpus.append(bag)
         self.model = bm25s.BM25(k1=2 * K1, b=B, method="robertson")
         self.model.index(corpus, show_progress=False)
@@ -288,9 +292,8 @@ class ImpactLeg:
         self.ids = [tool.id for tool, _ in docs]
         lengths = [sum(len(f[x].split()) for x in LEXICAL_FIELDS) for _, f in docs]
         avgdl = max(1e-9, sum(lengths) / max(1, len(lengths)))
-        terms: list[int] = []
-        rows: list[int] = []
-        values: list[float] = []
+        # Compact typed arrays: at 1M tools the postings number ~10^8.
+        terms, rows, values = array("q"), array("i"), array("f")
         for row, ((_, fields), length) in enumerate(zip(docs, lengths, strict=True)):
             tf: dict[int, float] = {}
             for field, w in zip(LEXICAL_FIELDS, weights, strict=True):
@@ -302,10 +305,11 @@ class ImpactLeg:
                 terms.append(key)
                 rows.append(row)
                 values.append(f * (K1 + 1) / (f + norm))
-        order = np.argsort(np.asarray(terms, dtype=np.int64), kind="stable")
-        self.rows = np.asarray(rows, dtype=np.int32)[order]
-        self.values = np.asarray(values, dtype=np.float32)[order]
-        counts = np.bincount(np.asarray(terms, dtype=np.int64), minlength=len(self.vocab))
+        keys = np.frombuffer(terms, dtype=np.int64)
+        order = np.argsort(keys, kind="stable")
+        self.rows = np.frombuffer(rows, dtype=np.int32)[order]
+        self.values = np.frombuffer(values, dtype=np.float32)[order]
+        counts = np.bincount(keys, minlength=len(self.vocab))
         self.starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         np.savez(self.folder / "postings.npz", rows=self.rows, values=self.values,
                  starts=self.starts)  # fmt: skip
