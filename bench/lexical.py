@@ -114,6 +114,7 @@ def scale_bench(sizes: list[int], n: int, limit: int, names: Sequence[str]) -> d
     for size in sizes:
         docs = catalog_docs(size)
         row: dict[str, Any] = {"tools": len(docs), "limit": limit, "build_s": {}, "disk_mb": {}}
+        row["facts"] = {}
         legs = make_legs(names)
         with tempfile.TemporaryDirectory() as tmp:
             for leg in legs:
@@ -121,6 +122,7 @@ def scale_bench(sizes: list[int], n: int, limit: int, names: Sequence[str]) -> d
                 leg.build(docs, SearchConfig().field_weights, Path(tmp))
                 row["build_s"][leg.name] = round(time.perf_counter() - t0, 1)
                 row["disk_mb"][leg.name] = round(leg.size_bytes() / 2**20, 1)
+                row["facts"][leg.name] = leg.facts()
             for kind, pool in pools.items():
                 qs = [rng.choice(pool) for _ in range(n if kind == "short" else max(1, n // 2))]
                 row[kind] = _timed(legs, qs, limit)

@@ -62,6 +62,7 @@ class Leg(Protocol):
     def build(self, docs: Sequence[Doc], weights: Sequence[float], folder: Path) -> None: ...
     def search(self, tokens: Sequence[str], limit: int) -> list[Scored]: ...
     def size_bytes(self) -> int: ...
+    def facts(self) -> dict[str, int]: ...
     def close(self) -> None: ...
 
 
@@ -108,6 +109,9 @@ class FTS5Leg:
         assert self.store is not None
         rows = self.store.database.query("SELECT sum(length(block)) FROM tools_fts_data", [])
         return int(rows[0][0] or 0)
+
+    def facts(self) -> dict[str, int]:
+        return {}
 
     def close(self) -> None:
         if self.store is not None:
@@ -168,6 +172,9 @@ class TantivyLeg:
     def size_bytes(self) -> int:
         return folder_bytes(self.folder)
 
+    def facts(self) -> dict[str, int]:
+        return {"segments": int(self.searcher.num_segments)}
+
     def close(self) -> None:
         self.searcher = self.index = None
 
@@ -209,6 +216,9 @@ class BM25sLeg:
 
     def size_bytes(self) -> int:
         return folder_bytes(self.folder)
+
+    def facts(self) -> dict[str, int]:
+        return {"postings": len(self.model.scores["data"])}
 
     def close(self) -> None:
         self.model = None
@@ -266,6 +276,10 @@ class QdrantSparseLeg:
 
     def size_bytes(self) -> int:
         return folder_bytes(self.folder)
+
+    def facts(self) -> dict[str, int]:
+        info = self.shard.info()
+        return {"segments": int(info.segments_count), "points": int(info.points_count)}
 
     def close(self) -> None:
         if self.shard is not None:
@@ -331,6 +345,9 @@ class ImpactLeg:
 
     def size_bytes(self) -> int:
         return folder_bytes(self.folder)
+
+    def facts(self) -> dict[str, int]:
+        return {"postings": len(self.rows), "terms": len(self.vocab)}
 
     def close(self) -> None:
         self.vocab = {}
