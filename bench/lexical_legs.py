@@ -16,9 +16,9 @@ the store does). How each one treats the fields:
   weights at query time. Block-max WAND top-k.
 * ``bm25s``: one bag of tokens per tool, each field's tokens repeated ``2 x weight`` times (the
   weights are multiples of 0.5); k1 2.4 so that the doubled frequency saturates as FTS5's does,
-  Robertson IDF; scores scaled by 2.2 / 3.4 to FTS5's ``(k1 + 1)``. The length norm is the
-  weighted bag's. Weights fixed at build time. Exhaustive scoring (numpy over the query terms'
-  columns of a sparse matrix), then a partial sort.
+  Robertson IDF; scores times FTS5's ``(k1 + 1)``, which bm25s's term factor leaves out. The
+  length norm is the weighted bag's. Weights fixed at build time. Exhaustive scoring (numpy
+  over the query terms' columns of a sparse matrix), then a partial sort.
 * ``qdrant``: a Qdrant Edge shard with one sparse vector per tool (the IDF modifier on): a
   token's value is FTS5's BM25F term factor ``tf_w (k1 + 1) / (tf_w + k1 (1 - b + b D / avgdl))``
   (weighted frequency, whole-row length, ``avgdl`` of the catalog at build time); Qdrant
@@ -181,8 +181,9 @@ class TantivyLeg:
 
 class BM25sLeg:
     name = "bm25s"
-    #: FTS5's (k1 + 1) over this leg's (2 k1 + 1): the leg's scores on FTS5's scale.
-    SCALE = (K1 + 1) / (2 * K1 + 1)
+    #: bm25s's term factor is ``tf / (tf + k1 norm)``, without FTS5's ``(k1 + 1)``: with the
+    #: doubled frequency and k1, ``2 tf / (2 tf + 2 k1 norm)`` is FTS5's factor over (k1 + 1).
+    SCALE = K1 + 1
 
     def __init__(self) -> None:
         self.ids: list[str] = []
