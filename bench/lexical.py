@@ -8,7 +8,8 @@ vectors, on the same analysed field texts (how each treats the fields: bench/lex
 latency benchmark builds them; each tool's fields are ``prepare(tool).fields``, no enrichment),
 each leg's build time and index size on disk, then p50 / p95 of ``search(tokens, limit)`` for
 short requests (tests/data/livemcp_paraphrase) and long ones (toolbench_stable, cut to 1,000
-characters, as bench/latency.py), legs interleaved query by query so load hits each alike.
+characters, as bench/latency.py), legs interleaved query by query so load hits each alike; the
+process's peak RSS so far (every leg is held in memory or open at once, with the catalog).
 ``--limit`` defaults to the depth the hybrid search asks of the lexical leg
 (``SearchConfig.lexical_candidates``). Congruence with FTS5 over the same queries (top-100
 lists, untimed): mean overlap@10 and @100 of the id sets, and the mean Spearman rho of the
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import resource
 import statistics
 import sys
 import tempfile
@@ -129,6 +131,7 @@ def scale_bench(sizes: list[int], n: int, limit: int, names: Sequence[str]) -> d
                 row[f"congruence_{kind}"] = congruence(legs, qs)
             for leg in legs:
                 leg.close()
+        row["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
         results[str(size)] = row
         print(json.dumps({size: row}), flush=True)
     return results

@@ -308,7 +308,7 @@ class ImpactLeg:
         lengths = [sum(len(f[x].split()) for x in LEXICAL_FIELDS) for _, f in docs]
         avgdl = max(1e-9, sum(lengths) / max(1, len(lengths)))
         # Compact typed arrays: at 1M tools the postings number ~10^8.
-        terms, rows, values = array("q"), array("i"), array("f")
+        terms, rows, values = array("q"), array("i"), array("d")
         for row, ((_, fields), length) in enumerate(zip(docs, lengths, strict=True)):
             tf: dict[int, float] = {}
             for field, w in zip(LEXICAL_FIELDS, weights, strict=True):
@@ -323,7 +323,7 @@ class ImpactLeg:
         keys = np.frombuffer(terms, dtype=np.int64)
         order = np.argsort(keys, kind="stable")
         self.rows = np.frombuffer(rows, dtype=np.int32)[order]
-        self.values = np.frombuffer(values, dtype=np.float32)[order]
+        self.values = np.frombuffer(values, dtype=np.float64)[order]
         counts = np.bincount(keys, minlength=len(self.vocab))
         self.starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         np.savez(self.folder / "postings.npz", rows=self.rows, values=self.values,
@@ -334,12 +334,12 @@ class ImpactLeg:
         if not keys:
             return []
         n = len(self.ids)
-        scores = np.zeros(n, dtype=np.float32)
+        scores = np.zeros(n, dtype=np.float64)
         for key in keys:
             a, b = self.starts[key], self.starts[key + 1]
             hits = b - a
             idf = max(math.log((n - hits + 0.5) / (hits + 0.5)), 1e-6)
-            scores[self.rows[a:b]] += np.float32(idf) * self.values[a:b]
+            scores[self.rows[a:b]] += idf * self.values[a:b]
         k = min(limit + MARGIN, n)
         top = np.argpartition(-scores, k - 1)[:k]
         return ranked([(float(scores[i]), self.ids[i]) for i in top], limit)

@@ -26,7 +26,8 @@ CASES: dict[str, tuple[list[str], str]] = {
     "latency_memory": (["latency.py", "memory", "--size", "40"], r'"peak_rss_mb"'),
     "latency_batch": (["latency.py", "batch", "--rounds", "1"], r'"speedup_vs_exact_alone"'),
     "lexical_scale": (["lexical.py", "scale", "--sizes", "250", "--queries", "4", "--out", "{out}"],
-                      r'\{"250": \{"tools": 250, "limit": 50, "build_s"'),
+                      r'"congruence_long": \{.*"impact": \{"overlap@10": 1\.0, '
+                      r'"overlap@100": 1\.0, "spearman": 1\.0\}'),
     "lexical_quality": (["lexical.py", "quality", "--sets", "single_intent", "--max-queries", "3",
                          "--out", "{out}"], r"\| single_intent \(\d+\) \| qdrant \| [\d.]+ / "),
     "cold_index": (["cold_index.py", "--size", "40"], r"after / before: [\d.]+x"),
