@@ -154,6 +154,8 @@ class SwappedStore:
         filters: Filters | None = None,
         weights: Sequence[float] | None = None,
     ) -> list[Scored]:
+        if filters is not None and not filters.is_empty():
+            raise ValueError("the compared legs take no filters; run the search without them")
         return self.leg.search(tokens, limit)
 
     def count(self, filters: Filters | None = None) -> int:
