@@ -181,6 +181,11 @@ def indexed(ds: Dataset, folder: Path) -> tuple[Engine, list[Doc]]:
     engine.store.upsert = recording  # type: ignore[method-assign]
     engine.index([CatalogFile(ds.tools, source=ds.name).read()])
     engine.store.upsert = upsert  # type: ignore[method-assign]
+    if len(written) != engine.store.count():
+        raise RuntimeError(
+            f"{ds.name}: {engine.store.count()} tools indexed but {len(written)} seen written; "
+            "the legs would not get the store's fields"
+        )
     return engine, [written[k] for k in sorted(written)]
 
 
