@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import resource
 import statistics
@@ -35,9 +36,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from catalogs import build_catalog
-from lexical_legs import Doc, FTS5Leg, Leg, make_legs, overlap, spearman
+from lexical_legs import Doc, FTS5Leg, Leg, make_legs
 from natural import ROOT, SHARED, Dataset, datasets, load_requests
 from toolscout.config import Settings
 from toolscout.engine import Engine
@@ -52,7 +55,7 @@ from toolscout.search.hybrid import HybridSearcher
 from toolscout.search.text import query_tokens
 from toolscout.store.base import IndexEntry
 
-LEGS = ("fts5", "tantivy", "bm25s", "qdrant", "impact")
+LEGS = ("fts5", "tantivy", "bm25s", "qdrant", "qdrant_exact", "impact")
 CONGRUENCE_DEPTH = 100
 
 
@@ -93,6 +96,40 @@ def _timed(legs: Sequence[Leg], queries: Sequence[list[str]], limit: int) -> dic
         name: {"p50": round(percentile(v, 50), 2), "p95": round(percentile(v, 95), 2)}
         for name, v in times.items()
     }
+
+
+def overlap(a: Sequence[Scored], b: Sequence[Scored], k: int) -> float | None:
+    """Shared ids of the two top-``k`` lists over the longer list's length (None: both empty)."""
+    x, y = {h.id for h in a[:k]}, {h.id for h in b[:k]}
+    size = max(len(x), len(y))
+    return len(x & y) / size if size else None
+
+
+def spearman(a: Sequence[Scored], b: Sequence[Scored]) -> float | None:
+    """Spearman's rho of the two legs' scores over the ids both returned (None: < 3 shared or
+    a constant list)."""
+    sa, sb = {h.id: h.score for h in a}, {h.id: h.score for h in b}
+    shared = sorted(sa.keys() & sb.keys())
+    if len(shared) < 3:
+        return None
+    ra = _ranks([sa[i] for i in shared])
+    rb = _ranks([sb[i] for i in shared])
+    if ra.std() == 0 or rb.std() == 0:
+        return None
+    value = float(np.corrcoef(ra, rb)[0, 1])
+    return None if math.isnan(value) else value
+
+
+def _ranks(values: Sequence[float]) -> np.ndarray[Any, np.dtype[np.float64]]:
+    """Ranks with ties averaged."""
+    arr = np.asarray(values, dtype=np.float64)
+    order = np.argsort(arr, kind="stable")
+    ranks = np.empty(len(arr))
+    ranks[order] = np.arange(len(arr), dtype=np.float64)
+    for value in np.unique(arr):
+        same = arr == value
+        ranks[same] = ranks[same].mean()
+    return ranks
 
 
 def congruence(legs: Sequence[Leg], queries: Sequence[list[str]]) -> dict[str, Any]:

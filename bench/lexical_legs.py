@@ -226,21 +226,35 @@ class BM25sLeg:
 
 
 class QdrantSparseLeg:
+    """``qdrant``: Qdrant's IDF modifier. ``qdrant_exact`` (``exact_idf``): no modifier; the
+    query's values are FTS5's IDFs from document frequencies the leg counts itself (a store
+    would keep them in a table written with the rows), so the scores are FTS5's."""
+
     name = "qdrant"
 
-    def __init__(self) -> None:
+    def __init__(self, exact_idf: bool = False) -> None:
+        self.exact_idf = exact_idf
+        self.name = "qdrant_exact" if exact_idf else "qdrant"
         self.vocab: dict[str, int] = {}
+        self.df: dict[int, int] = {}
+        self.tools = 0
         self.folder = Path()
         self.shard: Any = None
 
     def build(self, docs: Sequence[Doc], weights: Sequence[float], folder: Path) -> None:
-        self.folder = folder / "qdrant"
+        self.folder = folder / self.name
         if self.folder.exists():
             shutil.rmtree(self.folder)
+        params = (
+            qe.EdgeSparseVectorParams()  # no modifier: the query carries the IDFs
+            if self.exact_idf
+            else qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)
+        )
         config = qe.EdgeConfig(
-            sparse_vectors={"lex": qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+            sparse_vectors={"lex": params},
             max_search_threads=1,
         )
+        self.tools = len(docs)
         self.shard = qe.EdgeShard.create(str(self.folder), config)
         lengths = [sum(len(f[x].split()) for x in LEXICAL_FIELDS) for _, f in docs]
         avgdl = max(1e-9, sum(lengths) / max(1, len(lengths)))
@@ -253,6 +267,8 @@ class QdrantSparseLeg:
                     tf[key] = tf.get(key, 0.0) + w
             norm = K1 * (1 - B + B * length / avgdl)
             keys = sorted(tf)
+            for k in keys:
+                self.df[k] = self.df.get(k, 0) + 1
             values = [tf[k] * (K1 + 1) / (tf[k] + norm) for k in keys]
             points.append(qe.Point(row, {"lex": qe.SparseVector(keys, values)}, {"id": tool.id}))
             if len(points) == 2000:
@@ -267,8 +283,14 @@ class QdrantSparseLeg:
         keys = sorted({self.vocab[t] for t in tokens if t in self.vocab})
         if not keys:
             return []
+        weights = [1.0] * len(keys)
+        if self.exact_idf:
+            n = self.tools
+            weights = [
+                max(math.log((n - self.df[k] + 0.5) / (self.df[k] + 0.5)), 1e-6) for k in keys
+            ]
         request = qe.QueryRequest(
-            query=qe.Query.Nearest(qe.SparseVector(keys, [1.0] * len(keys)), using="lex"),
+            query=qe.Query.Nearest(qe.SparseVector(keys, weights), using="lex"),
             limit=limit + MARGIN,
             with_payload=["id"],
         )
@@ -355,43 +377,10 @@ class ImpactLeg:
 
 
 def make_legs(names: Sequence[str]) -> list[Leg]:
-    """Fresh legs by name (``fts5``, ``tantivy``, ``bm25s``, ``qdrant``, ``impact``)."""
+    """Fresh legs by name (``fts5``, ``tantivy``, ``bm25s``, ``qdrant``, ``qdrant_exact``,
+    ``impact``)."""
     kinds: dict[str, type[Any]] = {
         "fts5": FTS5Leg, "tantivy": TantivyLeg, "bm25s": BM25sLeg, "qdrant": QdrantSparseLeg,
         "impact": ImpactLeg,
     }  # fmt: skip
-    return [kinds[n]() for n in names]
-
-
-def overlap(a: Sequence[Scored], b: Sequence[Scored], k: int) -> float | None:
-    """Shared ids of the two top-``k`` lists over the longer list's length (None: both empty)."""
-    x, y = {h.id for h in a[:k]}, {h.id for h in b[:k]}
-    size = max(len(x), len(y))
-    return len(x & y) / size if size else None
-
-
-def spearman(a: Sequence[Scored], b: Sequence[Scored]) -> float | None:
-    """Spearman's rho of the two legs' scores over the ids both returned (None: < 3 shared or
-    a constant list)."""
-    sa, sb = {h.id: h.score for h in a}, {h.id: h.score for h in b}
-    shared = sorted(sa.keys() & sb.keys())
-    if len(shared) < 3:
-        return None
-    ra = _ranks([sa[i] for i in shared])
-    rb = _ranks([sb[i] for i in shared])
-    if ra.std() == 0 or rb.std() == 0:
-        return None
-    value = float(np.corrcoef(ra, rb)[0, 1])
-    return None if math.isnan(value) else value
-
-
-def _ranks(values: Sequence[float]) -> np.ndarray[Any, np.dtype[np.float64]]:
-    """Ranks with ties averaged."""
-    arr = np.asarray(values, dtype=np.float64)
-    order = np.argsort(arr, kind="stable")
-    ranks = np.empty(len(arr))
-    ranks[order] = np.arange(len(arr), dtype=np.float64)
-    for value in np.unique(arr):
-        same = arr == value
-        ranks[same] = ranks[same].mean()
-    return ranks
+    return [QdrantSparseLeg(exact_idf=True) if n == "qdrant_exact" else kinds[n]() for n in names]
