@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from support.postgres import running_postgres
 from support.shared_bench import shared_set
 from toolscout.config import Settings
 from toolscout.engine import Engine
@@ -20,6 +21,14 @@ DATA = Path(__file__).parent / "data"
 def vector_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One embedding cache per test session: every CI run embeds with the real model once."""
     return tmp_path_factory.mktemp("vector-cache")
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """Base URL of a running PostgreSQL with pgvector (support/postgres.py), for the store
+    contract suite and the fault suite alike: one server per session."""
+    with running_postgres() as url:
+        yield url
 
 
 @pytest.fixture(autouse=True)

@@ -8,6 +8,9 @@ file named by ``TOOLSCOUT_CONFIG`` (TOML or YAML) or else the default file
 from __future__ import annotations
 
 import os
+import stat
+import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -68,7 +71,8 @@ class McpServerConfig(BaseModel):
 class ApiConfig(BaseModel):
     """One REST API described by an OpenAPI document (``[apis.NAME]``): indexed by ``sync``
     as tools ``NAME::operationId`` and callable through the gateway. Credentials come from
-    environment variables named here, read at call time; they are never stored in the index."""
+    environment variables or from the ``secrets_file``, named here and read when the gateway
+    starts; they are never stored in the index."""
 
     model_config = {"extra": "forbid"}
 
@@ -84,16 +88,81 @@ class ApiConfig(BaseModel):
     bearer_env: str | None = Field(
         default=None, description="environment variable holding a bearer token (Authorization)"
     )
+    headers_from_secrets: dict[str, str] = Field(
+        default_factory=dict,
+        description="header name -> name of the secret in secrets_file holding its value, e.g. "
+        "{'X-API-Key' = 'shop_key'}",
+    )
+    bearer_secret: str | None = Field(
+        default=None, description="name of the secret in secrets_file holding a bearer token"
+    )
     timeout: float | None = Field(
         default=None, gt=0, description="seconds a call may take (default: 30)"
     )
 
-    def credential_headers(self) -> dict[str, str]:
-        """The headers built from the named environment variables (unset ones are left out)."""
-        out = {h: os.environ[v] for h, v in self.headers_from_env.items() if os.environ.get(v)}
-        if self.bearer_env and os.environ.get(self.bearer_env):
-            out["Authorization"] = f"Bearer {os.environ[self.bearer_env]}"
-        return out
+    def credentials(self, api: str, secrets: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+        """The credential headers, and for each named variable or secret that is not set, a
+        message naming its configuration key and the fix."""
+        env: Mapping[str, str] = dict(os.environ)
+        wanted = [(h, v, env, f"headers_from_env.{h}") for h, v in self.headers_from_env.items()]
+        wanted += [
+            (h, v, secrets, f"headers_from_secrets.{h}")
+            for h, v in self.headers_from_secrets.items()
+        ]
+        for kind, name, values in (
+            ("env", self.bearer_env, env),
+            ("secret", self.bearer_secret, secrets),
+        ):
+            if name:
+                wanted.append(("Authorization", name, values, f"bearer_{kind}"))
+        headers: dict[str, str] = {}
+        missing: list[str] = []
+        for header, name, values, key in wanted:
+            value = values.get(name)
+            if not value:
+                where = "the environment" if values is env else "secrets_file"
+                missing.append(
+                    f"apis.{api}.{key}: {name!r} is not set in {where}; set it or remove the key"
+                )
+            else:
+                headers[header] = f"Bearer {value}" if key.startswith("bearer_") else value
+        return headers, missing
+
+
+def read_secrets(path: str | Path) -> dict[str, str]:
+    """The ``name = "value"`` pairs of a secrets file (TOML, one table of strings).
+
+    On POSIX the file must not be readable by every user (``chmod 600`` it), as for SSH keys.
+
+    Raises:
+        ConfigError: the file is missing, unreadable, readable by everyone, not TOML, or holds
+            something other than strings (each message names ``secrets_file``).
+    """
+    file = Path(path).expanduser()
+    try:
+        mode = file.stat().st_mode
+        data = file.read_bytes()
+    except OSError as exc:
+        raise ConfigError(
+            f"secrets_file: cannot read {str(file)!r}: {exc.strerror or exc}"
+        ) from exc
+    if os.name == "posix" and mode & stat.S_IROTH:
+        raise ConfigError(
+            f"secrets_file: {str(file)!r} is readable by every user (mode "
+            f"{stat.S_IMODE(mode):o}); run chmod 600 on it"
+        )
+    try:
+        table = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(
+            f'secrets_file: {str(file)!r} is not TOML ({exc}); write one name = "value" per line'
+        ) from exc
+    wrong = sorted(k for k, v in table.items() if not isinstance(v, str))
+    if wrong:
+        raise ConfigError(
+            f'secrets_file: {str(file)!r}: {", ".join(wrong)} must be strings (name = "value")'
+        )
+    return {k: str(v) for k, v in table.items()}
 
 
 class GatewayServer(BaseModel):
@@ -275,6 +344,12 @@ class Settings(BaseSettings):
     tools_dirs: list[str] = Field(default_factory=list)
     catalogs: list[str] = Field(default_factory=list)
     apis: dict[str, ApiConfig] = Field(default_factory=dict)
+    secrets_file: str | None = Field(
+        default=None,
+        description='a TOML file of name = "value" secrets that [apis.NAME] credentials name '
+        "(headers_from_secrets, bearer_secret); read when the gateway starts, never stored; "
+        "must not be readable by every user",
+    )
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
 
     @field_validator("fusion")
@@ -283,6 +358,27 @@ class Settings(BaseSettings):
         if value not in ("adaptive", "rrf", "score"):
             raise ValueError("must be one of adaptive, rrf, score")
         return value
+
+    @model_validator(mode="after")
+    def _secrets_need_a_file(self) -> Settings:
+        if self.secrets_file:
+            return self
+        for name, api in sorted(self.apis.items()):
+            if api.headers_from_secrets or api.bearer_secret:
+                raise ValueError(
+                    f"apis.{name}: names secrets (headers_from_secrets / bearer_secret) but no "
+                    'secrets_file is set; set secrets_file = "PATH" (a TOML file of '
+                    'name = "value" lines) or use headers_from_env / bearer_env'
+                )
+        return self
+
+    def secrets(self) -> dict[str, str]:
+        """The secrets of ``secrets_file`` (empty when none is set).
+
+        Raises:
+            ConfigError: as :func:`read_secrets`.
+        """
+        return read_secrets(self.secrets_file) if self.secrets_file else {}
 
     @model_validator(mode="after")
     def _vectors_into_db(self) -> Settings:

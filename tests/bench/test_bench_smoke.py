@@ -15,7 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from support.bench_scripts import Scripts
+from support.bench_scripts import ROOT, Scripts
+
+#: A small OpenAPI document and requests for it, written for this test (the real documents of
+#: bench/openapi_quality.py live outside the repository).
+OPENAPI_DATA = ROOT / "tests" / "data" / "openapi_quality"
 
 #: (script and arguments, a pattern its standard output must contain). ``{out}`` is the test's
 #: own output folder; ``{catalog}`` the tiny scale catalog; ``{db}`` an index of it.
@@ -65,6 +69,9 @@ CASES: dict[str, tuple[list[str], str]] = {
     "http_load": (["http_load.py", "--db", "{db}", "--duration", "1", "--connections", "1",
                    "--queries", "20", "--query-set", "short", "--out", "{out}/http.json"],
                   r'"route": "POST /api/v1/search"'),
+    "shed_load": (["shed_load.py", "--db", "{db}", "--duration", "1", "--connections", "4",
+                   "--baseline-connections", "1", "--queries", "20", "--out", "{out}/shed.json"],
+                  r'"run": "overload", "connections": 4'),
     "natural": (["natural.py", "--sets", "single_intent", "toolbench_stable", "--max-queries", "3",
                  "--out", "{out}"], r"multi_intent hybrid"),
     "context_size": (["context_size.py", "--set", "livemcpbench"], r'"whole_catalog_tokens"'),
@@ -73,6 +80,12 @@ CASES: dict[str, tuple[list[str], str]] = {
     "ranking": (["ranking.py", "--sets", "single_intent", "--splits", "dev", "--max-queries", "5",
                  "--db-dir", "{out}/db", "--out", "{out}"],
                 r"\| set \(requests\) \| default \| learned \|"),
+    "openapi_quality": (["openapi_quality.py", "--data", str(OPENAPI_DATA),
+                         "--out", "{out}/openapi.json"],
+                        r"\| test \(3 / 3\) \| plain_cosine \| [01]\.\d{3} \|"),
+    # The shared data is not in the tiny copy: the script says where it looked and exits 0.
+    "openapi_quality_no_data": (["openapi_quality.py"],
+                                r"skipped: no OpenAPI documents and queries\.jsonl in "),
 }  # fmt: skip
 
 

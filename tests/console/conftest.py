@@ -50,7 +50,15 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def served(console_index: Path, tmp_path: Path, vector_cache: Path) -> Iterator[Served]:
+def console_settings() -> dict[str, Any]:
+    """Settings the served console takes besides its defaults (a test module overrides this)."""
+    return {}
+
+
+@pytest.fixture
+def served(
+    console_index: Path, tmp_path: Path, vector_cache: Path, console_settings: dict[str, Any]
+) -> Iterator[Served]:
     """The real app under uvicorn on a free loopback port, on a private copy of the index."""
     db = tmp_path / "console.db"
     shutil.copyfile(console_index, db)
@@ -59,6 +67,7 @@ def served(console_index: Path, tmp_path: Path, vector_cache: Path) -> Iterator[
         cache_dir=str(vector_cache),
         api_key=ADMIN,
         reports_dir=str(tmp_path / "reports"),
+        **console_settings,
     )
     engine = Engine.open(settings)
     app = create_app(engine, settings)

@@ -8,7 +8,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from support.fault_integrity import Snapshot, check
+from support.fault_integrity import check, complete, nothing_lost
 from support.fault_setup import KILLS, SEED, Scene, WriterPool
 
 OPS = ("index", "sync", "classify", "rebuild")
@@ -27,30 +27,6 @@ def _request(op: str, db: Path, scene: Scene, kill_at: int | None = None) -> dic
     return request
 
 
-def _nothing_lost(op: str, after: Snapshot, scene: Scene, where: str) -> None:
-    """Each tool is in its old or its new version, never missing while the catalog lists it."""
-    if op == "classify":
-        assert after.tools == scene.v1, where
-        assert scene.before.classified - after.classified == set(), where
-        return
-    if op == "rebuild":  # the old index whole, or the new one whole: never a mix
-        assert after.tools in (scene.v1, scene.v2), where
-        assert after.classified == set(after.tools), where
-        return
-    for tool_id, content in after.tools.items():
-        assert content in (scene.v1.get(tool_id), scene.v2.get(tool_id)), (where, tool_id)
-    kept = set(scene.v1) & set(scene.v2)
-    assert kept <= set(after.tools), (where, sorted(kept - set(after.tools))[:5])
-
-
-def _complete(op: str, after: Snapshot, scene: Scene, where: str) -> None:
-    expected = scene.v1 if op == "classify" else scene.v2
-    assert after.tools == expected, where
-    # A kill between chunks must not leave written tools unclassified for good.
-    assert after.classified == set(expected), (where, len(set(expected) - after.classified))
-    assert after.assigned == set(expected), (where, len(set(expected) - after.assigned))
-
-
 def test_kill_9_at_seeded_points_loses_nothing_and_the_next_run_completes(
     writer_pool: WriterPool, scene: Scene, tmp_path: Path, rng: random.Random
 ) -> None:
@@ -59,7 +35,7 @@ def test_kill_9_at_seeded_points_loses_nothing_and_the_next_run_completes(
     for op in OPS:
         (full,) = writer_pool.run(_request(op, scene.copy(tmp_path / f"full-{op}.db"), scene))
         assert not full["killed"]
-        _complete(op, check(tmp_path / f"full-{op}.db"), scene, f"uninterrupted {op}")
+        complete(op, check(tmp_path / f"full-{op}.db"), scene.v1, scene.v2, f"uninterrupted {op}")
         totals[op] = full["statements"]
     kills = 0
     for i in range(KILLS):
@@ -70,9 +46,9 @@ def test_kill_9_at_seeded_points_loses_nothing_and_the_next_run_completes(
         (run,) = writer_pool.run(_request(op, db, scene, kill_at))
         assert run["killed"], where
         kills += 1
-        _nothing_lost(op, check(db), scene, where)
+        nothing_lost(op, check(db), scene.v1, scene.v2, scene.before.classified, where)
         (resumed,) = writer_pool.run(_request(op, db, scene))
         assert not resumed["killed"] and resumed["exit"] == 0, where
-        _complete(op, check(db), scene, where + ", then run again")
+        complete(op, check(db), scene.v1, scene.v2, where + ", then run again")
     assert kills >= 20
     print(f"kills: {kills} survived (seed {SEED}; statements per full run {totals})")

@@ -171,30 +171,50 @@ def test_a_signal_to_the_stdio_gateway_stops_a_stubborn_upstream_stuck_in_a_call
     assert not found["left_over"], "the upstream outlived the gateway"
 
 
+class HttpGateway:
+    """A real ``toolscout mcp --http --gateway`` over ``config``, its stderr read as it comes."""
+
+    def __init__(self, settings: Settings, config: Path) -> None:
+        self.proc = subprocess.Popen(
+            [TOOLSCOUT, "mcp", "--http", "--gateway", "--port", "0", "--mcp-config", str(config)],
+            env=_env(settings),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.urls: queue.Queue[str] = queue.Queue()
+        self.shutting_down = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            match = re.search(r"Uvicorn running on (http://\S+:\d+)", line)
+            if match:
+                self.urls.put(match.group(1))
+            if "Shutting down" in line:
+                self.shutting_down.set()
+
+    def url(self) -> str:
+        return self.urls.get(timeout=120) + "/mcp"
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=WAIT)
+        if self.proc.stderr is not None:
+            self.proc.stderr.close()
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_signal_to_the_http_gateway_stops_a_stubborn_upstream_stuck_in_a_call(
     gateway_settings: Settings, tmp_path: Path, sig: signal.Signals
 ) -> None:
     config, pids, calls = _config(tmp_path)
-    proc = subprocess.Popen(
-        [TOOLSCOUT, "mcp", "--http", "--gateway", "--port", "0", "--mcp-config", str(config)],
-        env=_env(gateway_settings),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    urls: queue.Queue[str] = queue.Queue()
-
-    def read() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            match = re.search(r"Uvicorn running on (http://\S+:\d+)", line)
-            if match:
-                urls.put(match.group(1))
-
-    threading.Thread(target=read, daemon=True).start()
+    gw = HttpGateway(gateway_settings, config)
+    proc = gw.proc
     try:
-        url = urls.get(timeout=120) + "/mcp"
+        url = gw.url()
 
         async def stop() -> None:
             start = time.monotonic()
@@ -211,11 +231,53 @@ def test_a_signal_to_the_http_gateway_stops_a_stubborn_upstream_stuck_in_a_call(
         upstream, gateway = map(int, pids.read_text(encoding="utf-8").split())
         left_over = alive(upstream)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=WAIT)
-        if proc.stderr is not None:
-            proc.stderr.close()
+        gw.close()
         _kill_left_over(pids)
     assert gateway == proc.pid
     assert not left_over, "the upstream outlived the gateway"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_second_signal_to_the_http_gateway_kills_its_upstreams_at_once(
+    gateway_settings: Settings, tmp_path: Path, sig: signal.Signals
+) -> None:
+    # The first signal starts the graceful stop: 5 s for running requests, then each server
+    # gets end of input, SIGTERM and SIGKILL, 2 s apart. The upstream notes when its input ends,
+    # so a server killed at once (no end of input first) is told apart without timing it.
+    config, pids, calls = _config(tmp_path)
+    eof = tmp_path / "eof.txt"
+    entry = json.loads(config.read_text(encoding="utf-8"))
+    entry["mcpServers"]["up"]["env"]["UPSTREAM_EOF"] = str(eof)
+    config.write_text(json.dumps(entry), encoding="utf-8")
+    gw = HttpGateway(gateway_settings, config)
+    proc = gw.proc
+    stopped: list[float] = []
+    try:
+        url = gw.url()
+
+        async def stop() -> None:
+            proc.send_signal(sig)
+            await anyio.to_thread.run_sync(lambda: gw.shutting_down.wait(WAIT))
+            assert gw.shutting_down.is_set(), "the first signal did not start the stop"
+            start = time.monotonic()
+            proc.send_signal(sig)
+            await anyio.to_thread.run_sync(lambda: proc.wait(timeout=WAIT))
+            stopped.append(time.monotonic() - start)
+            print(f"HTTP gateway, second {sig.name}: exited {stopped[0]:.2f} s after it")
+
+        async def main() -> None:
+            try:
+                async with Client(url, read_timeout_seconds=120) as client:
+                    await _stop_during_a_stuck_call(client, calls, stop)
+            except Exception:
+                if not stopped:
+                    raise  # the client may fail to close over a connection cut at once
+
+        anyio.run(main)
+        upstream = int(pids.read_text(encoding="utf-8").split()[0])
+        left_over = alive(upstream)
+    finally:
+        gw.close()
+        _kill_left_over(pids)
+    assert not left_over, "the upstream outlived the gateway"
+    assert not eof.exists(), "the upstream was closed gracefully, not killed at once"

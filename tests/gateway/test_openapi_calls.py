@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TypeVar
 
 import anyio
 import mcp_types as types
 import pytest
 
+from support.gateway_runs import failure, run, text
 from support.rest_app import TOKEN, serving
 from toolscout.config import ApiConfig, GatewaySettings, Settings
 from toolscout.engine import Engine
@@ -22,8 +22,6 @@ from toolscout.gateway import Gateway, HttpApi, Policy
 from toolscout.gateway.factory import build_gateway
 from toolscout.ingest.openapi import OpenApiSource
 from toolscout.models import SearchRequest
-
-T = TypeVar("T")
 
 
 @pytest.fixture(scope="module")
@@ -36,33 +34,6 @@ def shop() -> Iterator[str]:
 def shop_engine(engine: Engine, shop: str) -> Engine:
     engine.index([OpenApiSource(f"{shop}/openapi.json").read()])
     return engine
-
-
-def run(gateway: Gateway, body: Callable[[Gateway], Awaitable[T]]) -> T:
-    async def main() -> T:
-        async with gateway:
-            return await body(gateway)
-
-    return anyio.run(main)
-
-
-def failure(gateway: Gateway, tool_id: str, args: dict[str, object]) -> Exception:
-    """The error the call raised (caught inside the pool, where it happened)."""
-
-    async def body(g: Gateway) -> Exception:
-        try:
-            await g.call(tool_id, args)
-        except Exception as exc:
-            return exc
-        raise AssertionError(f"{tool_id} did not fail")
-
-    return run(gateway, body)
-
-
-def text(result: types.CallToolResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, types.TextContent)
-    return block.text
 
 
 def test_a_found_get_operation_is_called_with_path_and_query(shop_engine: Engine) -> None:

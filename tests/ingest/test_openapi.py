@@ -191,7 +191,7 @@ def test_a_document_that_is_not_openapi_fails_the_source(tmp_path: Path) -> None
         OpenApiSource(path).read()
 
 
-def test_two_thousand_operations_are_all_converted() -> None:
+def test_ten_thousand_operations_are_all_converted() -> None:
     item = {
         "type": "object",
         "properties": {"id": {"type": "integer"}, "next": {"$ref": "#/components/schemas/Item"}},
@@ -216,11 +216,11 @@ def test_two_thousand_operations_are_all_converted() -> None:
                 "responses": ok,
             }
         }
-        for i in range(2000)
+        for i in range(10_000)
     }
     doc = _doc(paths, components={"schemas": {"Item": item}})
     loaded = document_tools(doc, location="big.json", source="big.json")
-    assert len(loaded.tools) == 2000 and not loaded.problems
+    assert len(loaded.tools) == 10_000 and not loaded.problems
     assert loaded.tools[0].id == "pets::get_items0_by_id"
 
 
@@ -237,6 +237,20 @@ def test_an_exponentially_expanding_document_is_cut_per_operation() -> None:
     loaded = document_tools(doc, location="bomb.json", source="bomb.json")
     assert [t.id for t in loaded.tools] == ["pets::ok"]
     assert "schema nodes" in loaded.problems[0].message
+
+
+def test_response_schemas_are_not_expanded_whatever_their_size() -> None:
+    schemas: dict[str, Any] = {"L0": {"type": "string"}}
+    for level in range(1, 30):
+        below = {"$ref": f"#/components/schemas/L{level - 1}"}
+        schemas[f"L{level}"] = {"type": "object", "properties": {"a": below, "b": below}}
+    huge = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/L29"}}}}
+    doc = _doc(
+        {"/report": _get("report", responses={"200": huge})}, components={"schemas": schemas}
+    )
+    loaded = document_tools(doc, location="r.json", source="r.json")
+    assert loaded.problems == []
+    assert [t.id for t in loaded.tools] == ["pets::report"]
 
 
 def test_fallback_names_are_readable_and_stable() -> None:

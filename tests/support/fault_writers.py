@@ -5,11 +5,15 @@ Run as a script; it reads one JSON request per line on stdin and answers one JSO
 
     {"writers": [{"op": "index", "db": "...", "catalogs": [...], "prune": true,
                   "kill_at": 123}, ...]}
+
+(ops: index, sync, classify, rebuild; feedback with ``"records": [[query, tool_id, outcome],
+...]``, each recorded as one call; search with ``"query"``, the top 5 ids in the report)
     -> {"results": [{"killed": true, "exit": null, "statements": 123, "report": null}, ...]}
 
-Each writer is a forked child that opens its own store (nothing SQLite crosses the fork: the
-parent holds only the ONNX model) and runs one operation the way the CLI does. With ``kill_at``
-the child sends itself SIGKILL just before its ``kill_at``-th SQL statement on the index file, so
+Each writer is a forked child that opens its own store (nothing SQLite or PostgreSQL crosses the
+fork: the parent holds only the ONNX model) and runs one operation the way the CLI does. With
+``kill_at`` the child sends itself SIGKILL just before its ``kill_at``-th SQL statement on the
+index (a SQLite file, or any statement psycopg sends when ``db`` is a PostgreSQL URL), so
 kill points are chosen by seed and reproducible, and can land inside a transaction, between
 chunks, or just before a COMMIT. Several writers in one request run at the same time.
 
@@ -86,9 +90,62 @@ def _install_counter(db: str, kill_at: int | None) -> list[int]:
     return counter
 
 
+def _install_pg_counter(kill_at: int | None) -> list[int]:
+    """Count the statements psycopg sends (every cursor's execute, executemany and COPY, the
+    pool's own included) and SIGKILL this process just before the ``kill_at``-th."""
+    import psycopg
+
+    counter = [0]
+
+    def counted(real: Any) -> Any:
+        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            counter[0] += 1
+            if kill_at is not None and counter[0] >= kill_at:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return real(self, *args, **kwargs)
+
+        return call
+
+    for name in ("execute", "executemany", "copy"):
+        setattr(psycopg.Cursor, name, counted(getattr(psycopg.Cursor, name)))
+    return counter
+
+
+def _engine_op(engine: Engine, op: str, request: dict[str, Any]) -> Any:
+    """One operation on an open engine, the way the CLI runs it; its report."""
+    if op == "index":
+        loads, unusable = [], []
+        for c in request.get("catalogs", []):
+            try:  # as `toolscout index` does: an unreadable file is reported and left out
+                loads.append(CatalogFile(Path(c)).read())
+            except IngestError as exc:
+                unusable.append(str(exc))
+        report: Any = engine.index(loads, prune=bool(request.get("prune"))).to_dict()
+        report["unusable"] = unusable
+    elif op == "sync":
+        sources = [CatalogFile(Path(c)) for c in request["catalogs"]]
+        report = sync(engine, sources).to_dict()
+    elif op == "feedback":  # each call recorded as the gateway records it
+        for query, tool_id, outcome in request["records"]:
+            engine.feedback.record(query, tool_id, outcome, source="gateway")
+        report = {"recorded": len(request["records"])}
+    elif op == "search":
+        found = engine.search(request["query"], limit=5)
+        report = {"ids": [hit.tool.id for hit in found.tools]}
+    elif op == "classify":
+        done = engine.classify(all=True)
+        report = {"processed": done.processed, "total": done.total, "errors": done.errors}
+    else:
+        raise ValueError(f"unknown op {op!r}")
+    return report
+
+
 def _run(request: dict[str, Any], embedder: Any, settings: Settings) -> dict[str, Any]:
     """Runs in the forked child."""
-    counter = _install_counter(request["db"], request.get("kill_at"))
+    if request["db"].startswith("postgresql"):
+        counter = _install_pg_counter(request.get("kill_at"))
+    else:
+        counter = _install_counter(request["db"], request.get("kill_at"))
     cached = CachedEmbedder(embedder, Path(settings.cache_dir) / "vectors.sqlite")
 
     def open_engine(url: str) -> Engine:
@@ -105,23 +162,7 @@ def _run(request: dict[str, Any], embedder: Any, settings: Settings) -> dict[str
         return {"statements": counter[0], "report": rebuilt.to_dict()}
     engine = open_engine(request["db"])
     try:
-        if op == "index":
-            loads, unusable = [], []
-            for c in request.get("catalogs", []):
-                try:  # as `toolscout index` does: an unreadable file is reported and left out
-                    loads.append(CatalogFile(Path(c)).read())
-                except IngestError as exc:
-                    unusable.append(str(exc))
-            report: Any = engine.index(loads, prune=bool(request.get("prune"))).to_dict()
-            report["unusable"] = unusable
-        elif op == "sync":
-            sources = [CatalogFile(Path(c)) for c in request["catalogs"]]
-            report = sync(engine, sources).to_dict()
-        elif op == "classify":
-            done = engine.classify(all=True)
-            report = {"processed": done.processed, "total": done.total, "errors": done.errors}
-        else:
-            raise ValueError(f"unknown op {op!r}")
+        report = _engine_op(engine, op, request)
     finally:
         engine.close()
     return {"statements": counter[0], "report": report}

@@ -1,9 +1,13 @@
 """A small REST API (FastAPI) served on a free local port for the OpenAPI tests: it serves its
-own ``/openapi.json``; every wait for it is bounded."""
+own ``/openapi.json`` with an ``ETag`` (answering ``304`` to a matching ``If-None-Match``, and
+recording each answer's status in ``app.state.document_answers``) and the same document without
+validators at ``/unvalidated/openapi.json``; every wait for it is bounded."""
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import socket
 import threading
 import time
@@ -12,8 +16,9 @@ from contextlib import contextmanager
 from typing import Annotated
 
 import uvicorn
-from fastapi import FastAPI, Header, HTTPException, Query
+from fastapi import FastAPI, Header, HTTPException, Query, Request, Response
 from pydantic import BaseModel
+from starlette.middleware.base import RequestResponseEndpoint
 
 TOKEN = "s3cret-token"
 
@@ -25,9 +30,28 @@ class NewOrder(BaseModel):
     quantity: int = 1
 
 
+def _serve_document_with_validators(app: FastAPI) -> None:
+    app.state.document_answers = []
+
+    @app.middleware("http")
+    async def document_validators(request: Request, call_next: RequestResponseEndpoint) -> Response:
+        if request.url.path == "/unvalidated/openapi.json":
+            return Response(json.dumps(app.openapi()).encode(), media_type="application/json")
+        if request.url.path != "/openapi.json":
+            return await call_next(request)
+        body = json.dumps(app.openapi()).encode()
+        etag = f'"{hashlib.sha256(body).hexdigest()[:16]}"'
+        if request.headers.get("if-none-match") == etag:
+            app.state.document_answers.append(304)
+            return Response(status_code=304, headers={"ETag": etag})
+        app.state.document_answers.append(200)
+        return Response(body, media_type="application/json", headers={"ETag": etag})
+
+
 def make_app() -> FastAPI:
     app = FastAPI(title="Shop", version="1.0")
     orders: dict[int, dict[str, object]] = {}
+    _serve_document_with_validators(app)
 
     @app.get("/users/{user_id}", operation_id="get_user", tags=["users"])
     def get_user(user_id: int, verbose: bool = False) -> dict[str, object]:

@@ -6,7 +6,8 @@ kills the process, and a destructive one. ``python upstream_server.py [stdio|htt
 ``MARKER`` is a file the ``crash`` tool's process appends its pid to, so a test can tell a
 restart happened. With ``UPSTREAM_STUBBORN=1`` in its environment it ignores SIGTERM and keeps
 running after its input ends (only SIGKILL stops it); ``UPSTREAM_PIDS`` names a file it appends
-``PID PARENT_PID`` to, ``UPSTREAM_CALLS`` one it appends ``hang`` to when that call arrives.
+``PID PARENT_PID`` to, ``UPSTREAM_CALLS`` one it appends ``hang`` to when that call arrives,
+``UPSTREAM_EOF`` one it appends ``eof`` to when its input ends (stdio).
 """
 
 from __future__ import annotations
@@ -120,5 +121,8 @@ else:
     try:
         server.run("stdio")
     finally:
+        if os.environ.get("UPSTREAM_EOF"):
+            with open(os.environ["UPSTREAM_EOF"], "a", encoding="utf-8") as fh:
+                fh.write("eof\n")
         while STUBBORN:  # input ended (or its output broke): a well-behaved server exits here
             time.sleep(60)

@@ -8,11 +8,16 @@ one, so both shed load the same way.
   batch to gain), and more searches in flight than cores only thrash on the GIL and the store
   lock: one per core (measured: docs/BENCHMARKS.md).
 * At most ``queue`` wait for a slot, each for ``wait_s`` seconds from its arrival (its deadline).
-  A search that finds the queue full, or whose deadline passes before a slot comes free, raises
+  A search that finds the queue full, or that cannot expect a slot within half its deadline
+  (the searches ahead of it times the recent time a search holds its slot, over the slots), raises
   :class:`~toolscout.errors.Overloaded` at once (REST answers 503 with ``Retry-After``, MCP a
-  tool error saying when to retry): an overloaded server sheds load instead of holding every
-  request for seconds.
+  tool error saying when to retry): an overloaded server sheds load instead of holding
+  requests for seconds only to refuse them at their deadline. One admitted that still misses
+  its deadline (the estimate is an average) is refused then.
 * Repeats are answered from the result cache without taking a slot.
+* Servers ask :meth:`SearchGate.refusal` before they read a search request, so a request the
+  queue has no room for is refused before its body is read or parsed: under overload each
+  refusal costs the event loop little, and the admitted searches keep their pace.
 
 Admitted searches run on threads of the gate's own (bounded) pools, never queued behind
 anyio's shared worker threads, where under load they would wait unseen before admission.
@@ -21,7 +26,7 @@ anyio's shared worker threads, where under load they would wait unseen before ad
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from functools import partial
 from typing import Any, TypeVar
 
@@ -37,6 +42,12 @@ CORES = max(1, os.cpu_count() or 1)
 #: Defaults of :class:`~toolscout.config.Settings` ``search_queue`` / ``search_queue_timeout``.
 DEFAULT_QUEUE = 64
 DEFAULT_WAIT_S = 5.0
+#: A search waits for a slot only when it can expect one within this share of its deadline:
+#: the estimate is an average, and the answer (the search included) should come within the
+#: deadline. A longer queue would not answer more searches, only later.
+ADMIT_SHARE = 0.5
+#: Weight of the newest search in the moving average of the time a search holds its slot.
+SERVICE_WEIGHT = 0.2
 
 
 def slots_for(settings: Any) -> int:
@@ -73,6 +84,8 @@ class SearchGate:
         #: Searches refused so far (queue full or deadline passed).
         self.shed = 0
         self._waiting = 0
+        #: Moving average of the seconds a search holds its slot (None until one has run).
+        self._service_s: float | None = None
         self._limits: tuple[anyio.CapacityLimiter, ...] | None = None
 
     @classmethod
@@ -100,15 +113,60 @@ class SearchGate:
             )
         return self._limits
 
-    def _admit(self) -> None:
+    def refusal(self) -> Overloaded | None:
+        """What a search arriving now gets when every slot is busy and the queue is full
+        (counted as shed), else None. Servers ask before reading a search request, so excess
+        load is refused before it costs a parse (:class:`~toolscout.api.guard.Guard`)."""
         slots = self._limiters()[0]
-        if slots.available_tokens == 0 and self._waiting >= self.queue:
+        if slots.available_tokens > 0:
+            return None
+        if self._waiting >= self.queue:
             self.shed += 1
-            raise Overloaded(
+            return Overloaded(
                 f"all {self.slots} search slot(s) busy and {self.queue} search(es) waiting; "
                 f"retry in {self.retry_after} s",
                 retry_after=self.retry_after,
             )
+        if self.expected_wait() > ADMIT_SHARE * self.wait_s:
+            self.shed += 1
+            return Overloaded(
+                f"all {self.slots} search slot(s) busy and the {self._waiting} search(es) "
+                f"waiting would keep this one too close to its {self.wait_s:g} s deadline; "
+                f"retry in {self.retry_after} s",
+                retry_after=self.retry_after,
+            )
+        return None
+
+    def expected_wait(self) -> float:
+        """Seconds a search arriving now would wait for a slot, from the searches waiting and
+        the recent time a search holds its slot (0 until one has run)."""
+        if self._service_s is None:
+            return 0.0
+        return (self._waiting + 1) / self.slots * self._service_s
+
+    def observe(self, seconds: float) -> None:
+        """Record how long a search held its slot (a moving average over the recent ones)."""
+        previous = self._service_s
+        self._service_s = (
+            seconds if previous is None else previous + SERVICE_WEIGHT * (seconds - previous)
+        )
+
+    def shed_on(
+        self, routes: Collection[tuple[str, str]]
+    ) -> Callable[[str, str], Overloaded | None]:
+        """``shed(method, path)`` for :class:`~toolscout.api.guard.GuardConfig`: the refusal a
+        request to one of ``routes`` gets now, else None (other routes are never shed)."""
+        gated = frozenset(routes)
+
+        def shed(method: str, path: str) -> Overloaded | None:
+            return self.refusal() if (method, path) in gated else None
+
+        return shed
+
+    def _admit(self) -> None:
+        refused = self.refusal()
+        if refused is not None:
+            raise refused
 
     def _late(self) -> Overloaded:
         self.shed += 1
@@ -158,7 +216,9 @@ class SearchGate:
                 raise self._late()
         finally:
             self._waiting -= 1
+        began = anyio.current_time()
         try:
             return await anyio.to_thread.run_sync(fn, limiter=threads)
         finally:
             slots.release()
+            self.observe(anyio.current_time() - began)

@@ -15,9 +15,14 @@ for the requests it lets through and refuses the others before their bodies are 
    authenticate with a cookie) are left to their routes, within the size limit.
 3. Body size. ``Content-Length`` above ``max_body_bytes`` is refused at once; a chunked body is
    counted as it arrives and cut off at the limit.
+4. Load. A search route (``shed``) asked while the
+   :class:`~toolscout.api.gate.SearchGate` has no room is answered 503 ``overloaded`` with
+   ``Retry-After`` here, its body read and dropped unparsed: under overload each refusal costs
+   the event loop a few hundred microseconds instead of a route's parsing and validation, and
+   the connection stays open for the client's retry.
 
-How many searches a process runs and queues is the :class:`~toolscout.api.gate.SearchGate`'s
-business (one for REST and MCP alike); this module bounds what reaches it.
+How many searches a process runs and queues is the gate's business (one for REST and MCP
+alike); this module bounds what reaches it.
 
 The uvicorn side (slow clients, keep-alive, connection caps) is :func:`uvicorn_limits`.
 """
@@ -36,7 +41,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from toolscout.api.auth import Access, KeyPolicy, bearer_token, check_access, is_loopback
 from toolscout.api.errors import body_for, error_body
-from toolscout.errors import AccessDenied
+from toolscout.errors import AccessDenied, Overloaded
 
 log = logging.getLogger("toolscout.api")
 
@@ -95,6 +100,8 @@ class GuardConfig:
     allowed_hosts: frozenset[str] = frozenset(LOOPBACK_HOSTS)
     max_body_bytes: int = DEFAULT_MAX_BODY
     body_access: BodyAccess = lambda path: Access.WRITE
+    #: ``shed(method, path)``: the Overloaded to answer a search route with now, else None.
+    shed: Callable[[str, str], Overloaded | None] = lambda method, path: None
 
 
 class _BodyTooLarge(BaseException):
@@ -113,11 +120,7 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        refusal = self._refusal(scope, headers)
-        if refusal is not None:
-            status, body, extra = refusal
-            await _answer(send, status, body, extra)
+        if await self._refused(scope, receive, send):
             return
         limit = self.config.max_body_bytes
         received = 0
@@ -144,6 +147,29 @@ class Guard:
             if started:
                 raise
             await _answer(send, 413, _too_large(limit), [])
+
+    async def _refused(self, scope: Scope, receive: Receive, send: Send) -> bool:
+        """Answer a request refused before its route runs; whether it was."""
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        refusal = self._refusal(scope, headers)
+        if refusal is not None:
+            status, body, extra = refusal
+            await _answer(send, status, body, extra)
+            return True
+        return await self._shed(scope, receive, send)
+
+    async def _shed(self, scope: Scope, receive: Receive, send: Send) -> bool:
+        """Answer 503 ``overloaded`` when the route is shed now; whether it was."""
+        overloaded = self.config.shed(str(scope.get("method", "GET")), str(scope.get("path", "")))
+        if overloaded is None:
+            return False
+        # The body is read (a search's is a few hundred bytes) but never parsed, so the
+        # connection can serve the client's retry.
+        drained = await _discard_body(receive, self.config.max_body_bytes)
+        status, body = body_for(overloaded)
+        retry = [(b"retry-after", str(overloaded.retry_after).encode())]
+        await _answer(send, status, body, retry, close=not drained)
+        return True
 
     def _refusal(
         self, scope: Scope, headers: dict[str, str]
@@ -181,8 +207,15 @@ def _too_large(limit: int) -> dict[str, Any]:
 
 
 async def _answer(
-    send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]]
+    send: Send,
+    status: int,
+    body: dict[str, Any],
+    headers: list[tuple[bytes, bytes]],
+    *,
+    close: bool = True,
 ) -> None:
+    """Answer with a JSON error body; ``close`` unless the request's body was read whole (the
+    refusals before the body leave it unread, and the connection cannot serve another)."""
     payload = json.dumps(body).encode("utf-8")
     await send(
         {
@@ -191,12 +224,27 @@ async def _answer(
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(payload)).encode()),
-                (b"connection", b"close"),
+                *([(b"connection", b"close")] if close else []),
                 *headers,
             ],
         }
     )
     await send({"type": "http.response.body", "body": payload})
+
+
+async def _discard_body(receive: Receive, limit: int) -> bool:
+    """Read the request's body and drop it; False when it ran over ``limit`` bytes or the
+    client left first."""
+    received = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return False
+        received += len(message.get("body", b""))
+        if received > limit:
+            return False
+        if not message.get("more_body", False):
+            return True
 
 
 class HeaderDeadlineH11(H11Protocol):

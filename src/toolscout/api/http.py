@@ -325,6 +325,10 @@ def create_app(
         max_body_bytes=s.max_body_bytes,
         # MCP over HTTP only reads here: its bodies need the read policy, as search does.
         body_access=api_body_access({f"{API}/search", "/mcp"}, prefix="/api/"),
+        shed=gate.shed_on(
+            {("POST", f"{API}/search"), ("GET", f"{API}/search")}
+            | {("GET", f"{API}/search/{stage}") for stage in ("skills", "tools")}
+        ),
     )
     app.add_middleware(Guard, config=guard)  # inside the metrics: refusals are counted too
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)

@@ -30,10 +30,14 @@ TEMPLATE = """\
 # tools_dirs = ["~/workspace"]
 # catalogs = []             # catalog files, OpenAPI documents or their http(s) URLs
 
+# Secrets REST API credentials may name (name = "value" lines; chmod 600):
+# secrets_file = "~/.config/toolscout/secrets.toml"
+
 # A REST API described by OpenAPI: indexed by `sync`, callable through the gateway.
 # [apis.shop]
 # spec = "https://shop.example.com/openapi.json"
 # headers_from_env = {{ "X-API-Key" = "SHOP_KEY" }}   # credentials stay in the environment
+# headers_from_secrets = {{ "X-API-Key" = "shop_key" }}   # ... or in secrets_file
 """
 
 

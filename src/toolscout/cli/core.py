@@ -25,7 +25,8 @@ from toolscout.eval.reports import report_payload, write_report
 from toolscout.eval.run import Report, evaluate, index_dataset
 from toolscout.formats import GroupBy, ProviderFormat, render
 from toolscout.ingest.jsonfile import CatalogFile, catalog_files
-from toolscout.ingest.openapi import OpenApiSource, is_url
+from toolscout.ingest.openapi import OpenApiSource
+from toolscout.ingest.openapi_documents import OPENAPI_CACHE, DocumentCache, is_url
 from toolscout.ingest.sources import Source
 from toolscout.models import IndexReport, ItemType, Loaded, SearchMode, Strategy
 from toolscout.search.hybrid import check_query
@@ -76,7 +77,7 @@ def _print_report(report: IndexReport, as_json: bool, took: float | None = None)
 
 
 def _read_catalogs(
-    paths: list[str], *, builtin: bool, server: str | None
+    paths: list[str], *, builtin: bool, server: str | None, cache_dir: str
 ) -> tuple[list[Loaded], int]:
     """Read every named catalog; ``(listings, how many could not be read at all)``.
 
@@ -89,7 +90,8 @@ def _read_catalogs(
         files.append(Path(str(resources.files("toolscout.data").joinpath(BUILTIN))))
     if not files and not urls:
         raise IngestError("index: give catalog files or folders, OpenAPI URLs, or --builtin")
-    sources: list[Source] = [OpenApiSource(url, api=server) for url in urls]
+    cache = DocumentCache(Path(cache_dir) / OPENAPI_CACHE)
+    sources: list[Source] = [OpenApiSource(url, api=server, cache=cache) for url in urls]
     for file in files:
         name = "builtin" if file.name == BUILTIN and builtin else None
         sources.append(CatalogFile(file, server=server, source=name))
@@ -129,7 +131,9 @@ def index(
     """Index catalog files (MCP tools/list, OpenAI, Anthropic or JSONL tools) and OpenAPI
     documents (a file or an http(s) URL: one tool per operation). Unchanged tools are not
     re-embedded. Exits 5 when a catalog could not be read at all; the tools it had are kept."""
-    loads, unusable = _read_catalogs(list(paths or []), builtin=builtin, server=server)
+    loads, unusable = _read_catalogs(
+        list(paths or []), builtin=builtin, server=server, cache_dir=_settings(db).cache_dir
+    )
     if rebuild and unusable:
         # A rebuild replaces the whole index: never start one from a partial catalog.
         raise IngestError(

@@ -81,6 +81,7 @@ def serve_gateway(
         port=port,
         log_level=log_level,
         wrap=lambda asgi: GatewayLifespan(asgi, gateway),
+        on_force=gateway.pool.kill,
     )
 
 

@@ -78,13 +78,14 @@ def run_mcp_http(
     port: int,
     log_level: str,
     wrap: Callable[[ASGIApp], ASGIApp] | None = None,
+    on_force: Callable[[], object] | None = None,
 ) -> None:
     """Serve ``server`` over streamable HTTP at ``/mcp`` behind the key policy and the guard,
-    with the settings' slow-client limits, until stopped; ``wrap`` adds a lifespan around it."""
-    import uvicorn
-
+    with the settings' slow-client limits, until stopped; ``wrap`` adds a lifespan around it,
+    ``on_force`` runs on a second stop signal (which stops at once)."""
     from toolscout.api.auth import KeyPolicy
     from toolscout.api.mcp import create_mcp_http_app
+    from toolscout.api.serving import run_server
 
     asgi = create_mcp_http_app(
         server,
@@ -93,8 +94,9 @@ def run_mcp_http(
         allowed_hosts=s.allowed_hosts,
         max_body_bytes=s.max_body_bytes,
     )
-    uvicorn.run(
+    run_server(
         asgi if wrap is None else wrap(asgi),
+        on_force=on_force,
         host=host,
         port=port,
         log_level=log_level,

@@ -101,10 +101,12 @@ class RequestMemory:
             return fused
         try:
             snap = self._current()
-        except (ToolscoutError, ValueError) as exc:
+            gains = self.gains(snap, query_vectors)
+        except (ToolscoutError, ValueError, TypeError, ArithmeticError) as exc:
+            # A damaged feedback table (or one a newer or older schema left) must not cost the
+            # search: the ranking is the one without feedback.
             log.warning("feedback: the log could not be read, ranking without it: %s", exc)
             return fused
-        gains = self.gains(snap, query_vectors)
         if not gains:
             return fused
         scored = [Scored(h.id, h.score + gains.get(h.id, 0.0)) for h in fused]
@@ -177,13 +179,15 @@ class RequestMemory:
 
     def _vectors(self, rows: Sequence[FeedbackRecord]) -> NDArray[np.float32]:
         """Each row's request vector; rows recorded under another model (an index rebuilt
-        with a new embedder) are embedded again here, in memory only."""
+        with a new embedder), or whose vector is damaged, are embedded again here, in memory
+        only."""
         dim = self.embedder.dim
         out = np.zeros((len(rows), dim), dtype=np.float32)
         missing: list[int] = []
         for i, r in enumerate(rows):
             v = r.vector
-            if v is not None and r.embedder == self.embedder.name and v.shape == (dim,):
+            usable = v is not None and v.shape == (dim,) and bool(np.isfinite(v).all())
+            if usable and r.embedder == self.embedder.name:
                 out[i] = v
             else:
                 missing.append(i)

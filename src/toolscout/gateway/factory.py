@@ -42,23 +42,31 @@ def gateway_enabled(settings: Settings, servers: Sequence[ServerSpec], flag: boo
 
 
 def http_apis(settings: Settings) -> list[HttpApi]:
-    """The REST APIs of ``[apis.NAME]``, with their credentials read from the environment now
-    and the gateway's limits (``[gateway.servers.NAME]`` applies to an API of that name)."""
+    """The REST APIs of ``[apis.NAME]``, with their credentials read from the environment and
+    the secrets file now, and the gateway's limits (``[gateway.servers.NAME]`` applies to an
+    API of that name). A credential that is not set fails that API's calls, naming its key.
+
+    Raises:
+        ConfigError: the secrets file cannot be read (see :func:`toolscout.config.read_secrets`).
+    """
     g = settings.gateway
-    return [
-        HttpApi(
-            name,
-            base_url=api.base_url,
-            headers=api.credential_headers(),
-            timeout=(g.servers[name].timeout if name in g.servers else None)
-            or api.timeout
-            or DEFAULT_HTTP_TIMEOUT,
-            max_result_bytes=g.max_result_bytes,
-            max_concurrency=(g.servers[name].max_concurrency if name in g.servers else None)
-            or g.max_concurrency,
+    secrets = settings.secrets() if settings.apis else {}
+    apis: list[HttpApi] = []
+    for name, api in sorted(settings.apis.items()):
+        headers, missing = api.credentials(name, secrets)
+        limits = g.servers.get(name)
+        apis.append(
+            HttpApi(
+                name,
+                base_url=api.base_url,
+                headers=headers,
+                missing=tuple(missing),
+                timeout=(limits.timeout if limits else None) or api.timeout or DEFAULT_HTTP_TIMEOUT,
+                max_result_bytes=g.max_result_bytes,
+                max_concurrency=(limits.max_concurrency if limits else None) or g.max_concurrency,
+            )
         )
-        for name, api in sorted(settings.apis.items())
-    ]
+    return apis
 
 
 def build_gateway(engine: Engine, settings: Settings, servers: Sequence[ServerSpec]) -> Gateway:

@@ -4,8 +4,9 @@ A tool indexed from an OpenAPI operation carries its method, path and where each
 goes (annotations ``http_method``, ``http_path``, ``http_parameters``; see
 :mod:`toolscout.ingest.openapi_schema`). :class:`HttpApi` builds the request from them: path
 parameters substituted (percent-encoded), query parameters, headers, the JSON body, plus the
-credential headers the configuration names (read from the environment when the gateway is
-built; never stored in the index). The answer becomes an MCP result: the body as text, the
+credential headers the configuration names (read from the environment or the secrets file
+when the gateway is built; never stored in the index; one that is not set fails the API's calls
+with a message naming its key). The answer becomes an MCP result: the body as text, the
 parsed JSON with the status as structured content, and a non-2xx status as a tool error.
 A call is bounded like an MCP call: one timeout for connecting, sending and reading, and a
 body read no further than the result limit allows (then cut with a notice by
@@ -24,7 +25,7 @@ import anyio
 import httpx
 import mcp_types as types
 
-from toolscout.errors import UpstreamError
+from toolscout.errors import ConfigError, UpstreamError
 from toolscout.gateway.bounds import bound_result
 from toolscout.models import Tool
 
@@ -45,6 +46,9 @@ class HttpApi:
     max_result_bytes: int = 0
     #: Calls at once; waiting for a slot counts against the timeout, as for MCP upstreams.
     max_concurrency: int = 8
+    #: Credentials the configuration names but that are not set, each naming its key: calls
+    #: fail with these messages before any request is sent.
+    missing: tuple[str, ...] = ()
     #: Replaces the network in tests (an ``httpx.MockTransport``); None: the real one.
     transport: httpx.AsyncBaseTransport | None = None
     _slots: anyio.CapacityLimiter = field(init=False, repr=False, compare=False)
@@ -56,9 +60,12 @@ class HttpApi:
         """Send the request ``tool``'s operation describes with ``args``.
 
         Raises:
+            ConfigError: a credential the configuration names is not set (nothing is sent).
             UpstreamError: the tool has no HTTP operation or base URL, or the API could not be
                 reached or did not answer within the timeout.
         """
+        if self.missing:
+            raise ConfigError(f"REST API {self.name!r}: " + "; ".join(self.missing))
         request = self._request(tool, args)
         try:
             with anyio.fail_after(self.timeout):

@@ -34,7 +34,8 @@ from toolscout.gateway.catalog import CallableTools
 from toolscout.gateway.exposure import Exposure
 from toolscout.gateway.http import HttpApi
 from toolscout.gateway.policy import Policy
-from toolscout.gateway.sessions import Limits, UpstreamPool
+from toolscout.gateway.pool import UpstreamPool
+from toolscout.gateway.sessions import Limits
 from toolscout.gateway.validation import check_arguments
 from toolscout.ingest.mcpconfig import ServerSpec
 from toolscout.models import ItemType, Tool

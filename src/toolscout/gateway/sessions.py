@@ -15,10 +15,15 @@ idempotent (running it twice cannot hurt), otherwise it fails with a clear messa
 
 A call that times out retires its session: the answer it was waiting for may still be on its
 way (a 20 MB result takes seconds to read), and every later answer would queue behind it. New
-calls go to a fresh session, started at once in the background; the retired one ends when the
-calls still running on it do. Results over ``max_result_bytes`` are cut down
-(:mod:`toolscout.gateway.bounds`). Closing the pool closes every session the way the SDK stops
-a server: end of input, then SIGTERM to its process group after a grace, then SIGKILL.
+calls go to a spare session, and the retired one ends when the calls still running on it do.
+The spare is started off every caller's path while a call runs long: once a call has run so
+long that its timeout is nearer than the server's last start-up took (plus a margin), a second
+session starts in the background and waits, idle, to take over. A server whose timeout is
+shorter than that keeps a spare up from its first session on. A call retired while no spare is
+starting starts a fresh session at once, in the background. Results over
+``max_result_bytes`` are cut down (:mod:`toolscout.gateway.bounds`). Closing the pool
+(:mod:`toolscout.gateway.pool`) closes every session the way the SDK stops a server: end of
+input, then SIGTERM to its process group after a grace, then SIGKILL.
 """
 
 from __future__ import annotations
@@ -26,14 +31,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
 import mcp_types as types
-from anyio.abc import TaskGroup
 from mcp import Client
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
@@ -44,14 +47,17 @@ from toolscout.gateway.bounds import DEFAULT_MAX_RESULT_BYTES, bound_result
 from toolscout.ingest.mcp import McpSource, describe
 from toolscout.ingest.mcpconfig import ServerSpec
 
+if TYPE_CHECKING:
+    from toolscout.gateway.pool import UpstreamPool
+
 log = logging.getLogger("toolscout.gateway")
 
 #: After a failed start, calls fail at once with its reason for this long (seconds).
 START_COOLDOWN = 5.0
-#: How long closing the pool waits for its sessions to end before cancelling them. A stdio
-#: server is stopped by the SDK within about 4.5 s (end of input, 2 s, SIGTERM to its process
-#: group, 2 s, SIGKILL), shielded from that cancellation, so this only bounds a stuck close.
-SHUTDOWN_GRACE = 10.0
+#: A spare session is started once a running call's timeout is nearer than the server's last
+#: start-up took, times this factor, plus ``SPARE_LEAD`` seconds: start-up times vary with load.
+SPARE_FACTOR = 1.5
+SPARE_LEAD = 1.0
 
 
 @dataclass(frozen=True)
@@ -82,8 +88,14 @@ class _Start:
     #: Set when the owner task has ended (its server stopped).
     ended: anyio.Event = field(default_factory=anyio.Event)
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    began: float = field(default_factory=anyio.current_time)
     live: _Live | None = None
     error: Exception | None = None
+
+    @property
+    def usable(self) -> bool:
+        """Whether its session is up and still open (not started, failed or ended: no)."""
+        return self.live is not None and not self.live.closed and not self.ended.is_set()
 
 
 class _Closed(Exception):
@@ -100,11 +112,15 @@ class Upstream:
         self._limiter = anyio.CapacityLimiter(limits.max_concurrency)
         self._lock = anyio.Lock()
         self._live: _Live | None = None
-        #: Every owner task not yet ended (starting, current, retired), for close().
+        #: A session started ahead of need while a call ran long, to take over from a retired one.
+        self._spare: _Start | None = None
+        #: Seconds the last successful start took (until one has: the server's timeout).
+        self._start_seconds = spec.timeout
+        #: Every owner task not yet ended (starting, current, spare, retired), for close().
         self._owners: set[_Start] = set()
         self._failed_until = -math.inf
         self._failure = ""
-        #: Sessions started so far (the first start and every restart).
+        #: Sessions started so far (the first, every restart and every spare), failed ones too.
         self.starts = 0
 
     @property
@@ -144,6 +160,10 @@ class Upstream:
             try:
                 return await self._call_once(tool_name, arguments, progress)
             except _Closed:
+                if self._pool.stopping:
+                    raise UpstreamError(
+                        self.name, "the gateway is stopping: the server was closed under the call"
+                    ) from None
                 if not retry_safe:
                     raise UpstreamError(
                         self.name,
@@ -167,6 +187,7 @@ class Upstream:
         live = await self._session()
         timeout = self.limits.timeout
         live.running += 1
+        spare_timer = self._arm_spare(timeout)
         try:
             with anyio.fail_after(timeout):
                 result = await live.client.call_tool(
@@ -196,10 +217,40 @@ class Upstream:
         except Exception as exc:  # the SDK raises many kinds (e.g. a result that does not parse)
             raise UpstreamError(self.name, f"the call failed: {describe(exc)}") from exc
         finally:
+            spare_timer.cancel()
             live.running -= 1
             if live.retired and live.running == 0:
                 self._drop(live)
         return bound_result(result, self.limits.max_result_bytes)
+
+    def _spare_delay(self) -> float:
+        """How long a call may run before a spare must start to be up by its timeout."""
+        return self.limits.timeout - SPARE_FACTOR * self._start_seconds - SPARE_LEAD
+
+    def _arm_spare(self, timeout: float) -> anyio.CancelScope:
+        """Start a spare session if the call now running is still running when its timeout is
+        nearer than a start-up; cancel the returned scope when the call ends."""
+        timer = anyio.CancelScope()
+        with contextlib.suppress(UpstreamError):  # the pool is closing: no spare needed
+            self._pool.spawn(self._spare_after, max(0.0, self._spare_delay()), timer)
+        return timer
+
+    async def _spare_after(self, delay: float, timer: anyio.CancelScope) -> None:
+        with timer:
+            await anyio.sleep(delay)
+            self._ensure_spare("a call is running long")
+
+    def _ensure_spare(self, why: str) -> None:
+        if self._spare is not None and not self._spare.ended.is_set():
+            return
+        log.info("gateway: %s: %s; starting a spare session", self.name, why)
+        with contextlib.suppress(UpstreamError):  # the pool is closing: no spare needed
+            self._spare = self._spawn_start()
+
+    @property
+    def has_spare(self) -> bool:
+        """Whether a spare session is up, ready to take over from a retired one."""
+        return self._spare is not None and self._spare.usable
 
     async def _session(self) -> _Live:
         """The open session, started when there is none (bounded by the server's timeout).
@@ -210,27 +261,54 @@ class Upstream:
         async with self._lock:
             if self._live is not None and not self._live.closed:
                 return self._live
+            spare, self._spare = self._spare, None
+            if spare is not None and spare.usable:
+                assert spare.live is not None
+                self._live = spare.live
+                self._spare_if_short()
+                return spare.live
             if anyio.current_time() < self._failed_until:
                 raise UpstreamError(self.name, self._failure)
             try:
-                live = await self._start()
+                # A spare still starting is waited for (its start began earlier): no third one.
+                live = await self._await_start(
+                    spare if spare is not None and not spare.done.is_set() else self._spawn_start()
+                )
             except TimeoutError:
                 self._fail(f"cannot be started: no answer within {self.spec.timeout:g} s")
             except IngestError as exc:
                 self._fail(f"cannot be started: {exc}")
             except Exception as exc:  # from the SDK, through the owner task
                 self._fail(f"cannot be started: {describe(exc)}")
-            self.starts += 1
             self._live = live
+            self._spare_if_short()
             return live
+
+    def _spare_if_short(self) -> None:
+        """Keep a spare up from the start when the timeout is shorter than a start-up (a call
+        could time out before a spare started by the call were up)."""
+        if self._spare_delay() <= 0:
+            self._ensure_spare("its timeout is shorter than its start-up")
 
     def _fail(self, reason: str) -> NoReturn:
         self._failure = reason
         self._failed_until = anyio.current_time() + START_COOLDOWN
         raise UpstreamError(self.name, reason) from None
 
-    async def _start(self) -> _Live:
-        """Start a session in the pool and wait for it at most the server's timeout.
+    def _spawn_start(self) -> _Start:
+        """Start a session in the pool's task group (its owner task); nobody waits for it yet.
+
+        Raises:
+            UpstreamError: the pool is not running.
+        """
+        start = _Start()
+        self._pool.spawn(self._own, start)
+        self._owners.add(start)
+        self.starts += 1
+        return start
+
+    async def _await_start(self, start: _Start) -> _Live:
+        """Wait for ``start``'s session, at most the server's timeout from when it began.
 
         The owner task, not this caller, stops a server that misses the deadline: that can take
         the SDK's whole shutdown (seconds), which the caller must not wait for.
@@ -239,11 +317,10 @@ class Upstream:
             TimeoutError: the server did not finish starting in time.
             Exception: why the start failed (from the owner task).
         """
-        start = _Start()
-        self._pool.spawn(self._own, start)
-        self._owners.add(start)
         try:
-            with anyio.move_on_after(self.spec.timeout):
+            with anyio.move_on_after(
+                max(0.0, start.began + self.spec.timeout - anyio.current_time())
+            ):
                 await start.done.wait()
         finally:
             if start.live is None:
@@ -261,6 +338,7 @@ class Upstream:
                 async with McpSource(self.spec).connect() as client:
                     live = _Live(client)
                     start.live = live
+                    self._start_seconds = anyio.current_time() - start.began
                     start.done.set()
                     await live.stop.wait()
         except Exception as exc:  # a session that dies must not take the pool down
@@ -281,6 +359,9 @@ class Upstream:
         live.retired = True
         if self._live is live:
             self._live = None
+            if self._spare is not None and not self._spare.ended.is_set():
+                log.info("gateway: %s: a call timed out; the spare session takes over", self.name)
+                return
             log.info("gateway: %s: a call timed out; starting a fresh session", self.name)
             with contextlib.suppress(UpstreamError):  # the pool is closing: nothing to start
                 self._pool.spawn(self._prestart)
@@ -310,83 +391,3 @@ class Upstream:
         """Wait until every owner task has ended (each server stopped)."""
         for start in list(self._owners):
             await start.ended.wait()
-
-
-class UpstreamPool:
-    """The upstream servers by name, and the task group that owns their sessions.
-
-    Use as an async context manager; leaving it closes every session and abandons every start
-    (a stdio server gets end of input, then SIGTERM, then SIGKILL; see ``SHUTDOWN_GRACE``).
-    """
-
-    def __init__(
-        self,
-        specs: list[ServerSpec] | tuple[ServerSpec, ...],
-        limits: Mapping[str, Limits] | None = None,
-        *,
-        max_concurrency: int = 8,
-    ) -> None:
-        limits = limits or {}
-        self.upstreams: dict[str, Upstream] = {
-            spec.name: Upstream(
-                spec, limits.get(spec.name) or Limits(spec.timeout, max_concurrency), self
-            )
-            for spec in specs
-        }
-        self._tg: TaskGroup | None = None
-
-    def get(self, server: str) -> Upstream:
-        """Raises: UpstreamError: no upstream server of that name is configured."""
-        upstream = self.upstreams.get(server)
-        if upstream is None:
-            raise UpstreamError(
-                server,
-                "not configured; the gateway calls only servers named in its MCP "
-                "configuration (mcp_configs / mcp_servers)",
-            )
-        return upstream
-
-    def spawn(self, owner: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> None:
-        """Run ``owner(*args)`` in the pool's task group (sessions must outlive the calls).
-
-        Raises:
-            UpstreamError: the pool is not running.
-        """
-        if self._tg is None:
-            raise UpstreamError("*", "the gateway is not running (enter the pool first)")
-        self._tg.start_soon(owner, *args)
-
-    async def shutdown(self) -> None:
-        """Close every session now and wait (at most ``SHUTDOWN_GRACE``) until each server has
-        stopped, without leaving the pool: for a process about to end on a signal.
-
-        Raises:
-            Nothing.
-        """
-        for upstream in self.upstreams.values():
-            upstream.close()
-        with anyio.move_on_after(SHUTDOWN_GRACE):
-            for upstream in self.upstreams.values():
-                await upstream.wait_closed()
-
-    async def __aenter__(self) -> UpstreamPool:
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        tg, self._tg = self._tg, None
-        assert tg is not None
-        for upstream in self.upstreams.values():
-            upstream.close()
-        # Owners leave their sessions now; one that takes too long is cancelled.
-        # Shield the group's own scope (a new scope would break LIFO exit) so an outer
-        # cancellation still lets the servers exit; the deadline bounds the wait.
-        tg.cancel_scope.shield = True
-        tg.cancel_scope.deadline = anyio.current_time() + SHUTDOWN_GRACE
-        return await tg.__aexit__(exc_type, exc, tb)

@@ -32,6 +32,7 @@ from toolscout.ingest.entries import (
     parse_entry,
 )
 from toolscout.ingest.openapi import OpenApiSource, document_tools, is_openapi
+from toolscout.ingest.openapi_documents import Documents
 from toolscout.models import ItemType, Loaded, Problem
 
 _LIST_KEYS = {
@@ -173,7 +174,10 @@ class CatalogFile:
                         f"expected a JSON object (one tool per line), got {type(doc).__name__}"
                     )
                 if not is_jsonl and is_openapi(doc):
-                    return document_tools(doc, location=where, source=self.name, api=self.server)
+                    documents = Documents(str(self.path))
+                    return document_tools(
+                        doc, location=where, source=self.name, api=self.server, documents=documents
+                    )
                 entries = list(_entries(doc, where))
             except _Unparsable as exc:
                 if not is_jsonl:

@@ -8,12 +8,13 @@ that cannot be converted (a broken ``$ref``, a reference cycle, a parameter with
 :class:`~toolscout.models.Problem` with the document's location and the JSON pointer, standing
 for that operation's id only: the rest of the document is indexed and, with prune, the skipped
 operation keeps its previous version. Conversion itself is in
-:mod:`toolscout.ingest.openapi_schema`.
+:mod:`toolscout.ingest.openapi_schema`; getting the document (the fetch cache) and the
+documents its references name beside it (within its folder or host) is in
+:mod:`toolscout.ingest.openapi_documents`.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,26 +22,24 @@ from pathlib import Path
 from typing import Any, cast
 from urllib.parse import urljoin, urlsplit
 
-import httpx
-import yaml
-
 from toolscout.errors import IngestError
+from toolscout.ingest.openapi_documents import (
+    FETCH_TIMEOUT,
+    DocumentCache,
+    Documents,
+    is_url,
+    parse_document,
+)
 from toolscout.ingest.openapi_schema import (
     METHODS,
     OperationError,
     Resolver,
+    Scope,
     fallback_id,
     operation_tool,
     pointer_token,
 )
 from toolscout.models import Loaded, Problem
-
-MAX_DOCUMENT_BYTES = 50 * 1024 * 1024
-FETCH_TIMEOUT = 30.0
-
-
-def is_url(location: str) -> bool:
-    return location.startswith(("http://", "https://"))
 
 
 def is_openapi(doc: Any) -> bool:
@@ -82,46 +81,6 @@ def base_url(doc: Mapping[str, Any], location: str) -> str | None:
     return None
 
 
-def parse_document(data: bytes, location: str) -> Any:
-    """JSON, else YAML (a superset of it).
-
-    Raises:
-        IngestError: neither parses.
-    """
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise IngestError(f"{location}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
-    try:
-        return json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
-        pass
-    try:
-        return yaml.safe_load(text)
-    except (yaml.YAMLError, RecursionError) as exc:
-        raise IngestError(f"{location}: neither JSON nor YAML: {exc}") from exc
-
-
-def fetch(url: str, *, timeout: float = FETCH_TIMEOUT) -> bytes:
-    """The body of ``url`` (at most :data:`MAX_DOCUMENT_BYTES`).
-
-    Raises:
-        IngestError: the request failed, answered non-2xx, or the body is too large.
-    """
-    try:
-        with httpx.stream("GET", url, timeout=timeout, follow_redirects=True) as response:
-            if not response.is_success:
-                raise IngestError(f"{url}: HTTP {response.status_code} fetching the document")
-            body = bytearray()
-            for chunk in response.iter_bytes():
-                body.extend(chunk)
-                if len(body) > MAX_DOCUMENT_BYTES:
-                    raise IngestError(f"{url}: over the {MAX_DOCUMENT_BYTES}-byte document limit")
-            return bytes(body)
-    except httpx.HTTPError as exc:
-        raise IngestError(f"{url}: cannot fetch the document: {exc}") from exc
-
-
 def _check(doc: Any, location: str) -> Mapping[str, Any]:
     """The document, if it has the shape every operation is read from.
 
@@ -154,7 +113,7 @@ class _Where:
 def _add(
     loaded: Loaded,
     seen: set[str],
-    resolver: Resolver,
+    resolving: tuple[Resolver, Scope],
     where: _Where,
     operation: Any,
     shared: Any,
@@ -169,8 +128,10 @@ def _add(
     try:
         if not isinstance(operation, dict):
             raise OperationError("", "(operation)", "not an object")
+        resolver, scope = resolving
         tool = operation_tool(
             resolver,
+            scope=scope,
             api=api,
             method=where.method,
             path=where.path,
@@ -197,9 +158,16 @@ def _add(
 
 
 def document_tools(
-    doc: Any, *, location: str, source: str, api: str | None = None, base: str | None = None
+    doc: Any,
+    *,
+    location: str,
+    source: str,
+    api: str | None = None,
+    base: str | None = None,
+    documents: Documents | None = None,
 ) -> Loaded:
-    """Every operation of ``doc`` as a tool; unconvertible ones become problems.
+    """Every operation of ``doc`` as a tool; unconvertible ones become problems. References
+    to other documents are followed through ``documents`` (None: reported as problems).
 
     Raises:
         IngestError: the document is not OpenAPI 3.0/3.1 or Swagger 2.0 with a paths object.
@@ -208,19 +176,29 @@ def document_tools(
     api = api or api_name(doc, location)
     base = base or base_url(doc, location)
     loaded = Loaded(source=source)
-    resolver = Resolver(doc)
+    resolver = (
+        Resolver(doc, base_uri=documents.uri, retrieve=documents.retrieve)
+        if documents is not None
+        else Resolver(doc)
+    )
     seen: set[str] = set()
     for path, item in doc["paths"].items():
+        at = f"#/paths/{pointer_token(str(path))}"
+        try:
+            item, scope = resolver.follow(item, at)
+        except OperationError as exc:
+            loaded.problems.append(Problem(f"{location}{exc.pointer}", exc.field, str(exc)))
+            continue
         if not isinstance(item, dict):
-            loaded.problems.append(
-                Problem(f"{location}#/paths/{pointer_token(str(path))}", "(path)", "not an object")
-            )
+            loaded.problems.append(Problem(f"{location}{at}", "(path)", "not an object"))
             continue
         shared = item.get("parameters")
         for method in METHODS:
             if item.get(method) is not None:
                 where = _Where(location, str(path), method)
-                _add(loaded, seen, resolver, where, item[method], shared, api=api, base=base)
+                _add(
+                    loaded, seen, (resolver, scope), where, item[method], shared, api=api, base=base
+                )
     return loaded
 
 
@@ -228,7 +206,8 @@ class OpenApiSource:
     """An OpenAPI document (file or URL) as a :class:`~toolscout.ingest.sources.Source`.
 
     ``api`` names the tools' server and id prefix (default: from the document's title);
-    ``base_url`` overrides where the gateway sends calls (default: the document's servers).
+    ``base_url`` overrides where the gateway sends calls (default: the document's servers);
+    ``cache`` keeps a fetched document between reads (:mod:`toolscout.ingest.openapi_documents`).
     """
 
     def __init__(
@@ -239,28 +218,19 @@ class OpenApiSource:
         base_url: str | None = None,
         source: str | None = None,
         timeout: float = FETCH_TIMEOUT,
+        cache: DocumentCache | None = None,
     ) -> None:
         text = str(location)
         self.location = text if is_url(text) else str(Path(text).expanduser().resolve())
         self.api = api
         self.base_url = base_url
         self.timeout = timeout
+        self.cache = cache
         self._name = source or self.location
 
     @property
     def name(self) -> str:
         return self._name
-
-    def _bytes(self) -> bytes:
-        if is_url(self.location):
-            return fetch(self.location, timeout=self.timeout)
-        path = Path(self.location)
-        try:
-            if path.stat().st_size > MAX_DOCUMENT_BYTES:
-                raise IngestError(f"{path}: over the {MAX_DOCUMENT_BYTES}-byte document limit")
-            return path.read_bytes()
-        except OSError as exc:
-            raise IngestError(f"{path}: cannot read: {exc.strerror or exc}") from exc
 
     def read(self) -> Loaded:
         """Fetch or read the document and convert every operation.
@@ -268,7 +238,13 @@ class OpenApiSource:
         Raises:
             IngestError: the document cannot be fetched, parsed, or is not OpenAPI.
         """
-        doc = parse_document(self._bytes(), self.location)
+        documents = Documents(self.location, cache=self.cache, timeout=self.timeout)
+        doc = parse_document(documents.first(), self.location)
         return document_tools(
-            doc, location=self.location, source=self.name, api=self.api, base=self.base_url
+            doc,
+            location=self.location,
+            source=self.name,
+            api=self.api,
+            base=self.base_url,
+            documents=documents,
         )

@@ -2,8 +2,10 @@
 resolved.
 
 References are looked up with ``referencing`` (the jsonschema project's resolver: JSON pointer
-escapes, percent-encoding, anchors), over the document as one resource. Only references inside
-the document are followed; a reference to another file or URL is reported. Two kinds of cycle
+escapes, percent-encoding, anchors), the document as one resource and, when the caller passes a
+way to retrieve them, the documents its references name as others (which documents may be
+opened is :mod:`toolscout.ingest.openapi_documents`'s rule); without one, a reference to another
+file or URL is reported. Two kinds of cycle
 are told apart: a reference whose chain only leads to further references and back (``A -> B ->
 A``) names nothing and is an error; a schema that contains itself through its properties (a
 tree node with ``children: [Node]``) is legitimate and is cut at the second visit to an empty
@@ -14,17 +16,24 @@ document crafted to expand exponentially costs bounded work.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+from urllib.parse import urldefrag, urljoin
 
 from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable
 
+from toolscout.errors import IngestError
 from toolscout.models import JSON, Tool
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 SAFE_METHODS = frozenset({"get", "head", "options", "trace"})
 IDEMPOTENT_METHODS = frozenset({"put", "delete"})
+#: The keys of an operation a tool is made from.
+_USED_KEYS = frozenset(
+    {"operationId", "summary", "description", "tags", "deprecated", "parameters", "requestBody"}
+)
 #: Schema nodes one operation's input schema may hold once references are expanded.
 MAX_NODES = 20_000
 _ROOT = "urn:toolscout:openapi"
@@ -74,71 +83,152 @@ def fallback_id(method: str, path: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]+", "_", "_".join(words)).strip("_").lower() or method.lower()
 
 
-class Resolver:
-    """Expands the ``$ref``s of one document (see the module docstring)."""
+class _Lookup(Protocol):
+    """What is used of ``referencing``'s resolver (which the package does not export)."""
 
-    def __init__(self, document: Mapping[str, Any]) -> None:
+    def lookup(self, ref: str) -> Any: ...
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Where references are resolved from: a resolver and the base URI it resolves against
+    (the document a node was found in)."""
+
+    resolver: _Lookup
+    base: str
+
+    def key(self, ref: str) -> str:
+        """``ref`` made absolute, so that one target has one name across documents."""
+        return self.base + ref if ref.startswith("#") else urljoin(self.base, ref)
+
+    def after(self, ref: str, resolver: _Lookup) -> Scope:
+        """The scope inside the target of ``ref`` (another document's, for an external one)."""
+        base = self.base if ref.startswith("#") else urldefrag(urljoin(self.base, ref))[0]
+        return Scope(resolver, base)
+
+
+def _cause(exc: BaseException) -> IngestError | None:
+    """The retrieval failure behind a failed lookup, if any."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, IngestError):
+            return seen
+        seen = seen.__cause__
+    return None
+
+
+class Resolver:
+    """Expands the ``$ref``s of one document (see the module docstring).
+
+    ``base_uri`` is the document's URL or ``file:`` URI; ``retrieve`` returns the parsed
+    document at an absolute URI (raising :class:`~toolscout.errors.IngestError`). Without
+    ``retrieve`` a reference to another document is an error.
+    """
+
+    def __init__(
+        self,
+        document: Mapping[str, Any],
+        *,
+        base_uri: str = _ROOT,
+        retrieve: Callable[[str], Any] | None = None,
+    ) -> None:
         resource: Resource[Any] = Resource.opaque(document)
-        self._resolver = Registry().with_resource(_ROOT, resource).resolver(_ROOT)
+        registry: Registry[Any] = (
+            Registry(retrieve=lambda uri: Resource.opaque(retrieve(uri)))  # type: ignore[call-arg]
+            if retrieve is not None
+            else Registry()
+        )
+        root = registry.with_resource(base_uri, resource).resolver(base_uri)
+        self._root = Scope(root, base_uri)
+        self._external = retrieve is not None
         self._nodes = 0
         #: OpenAPI 3.0 and Swagger 2.0 schemas are not JSON Schema 2020-12: rewrite what differs.
         self._legacy = not str(document.get("openapi", "")).startswith("3.1")
 
-    def expand(self, node: Any, pointer: str) -> Any:
-        """``node`` with every reference replaced by its target (a fresh structure).
+    def expand(self, node: Any, pointer: str, scope: Scope | None = None) -> Any:
+        """``node`` (found in ``scope``'s document; None: the first one) with every reference
+        replaced by its target (a fresh structure).
 
         Raises:
-            OperationError: a reference that leads nowhere, outside the document, round in a
-                circle, or a schema larger than :data:`MAX_NODES` once expanded.
+            OperationError: a reference that leads nowhere, outside the document (or its
+                scope), round in a circle, or a schema larger than :data:`MAX_NODES` once
+                expanded.
         """
         self._nodes = 0
-        return self._expand(node, pointer, ())
+        return self._expand(node, pointer, (), scope or self._root)
 
-    def _expand(self, node: Any, pointer: str, stack: tuple[str, ...]) -> Any:
+    def follow(self, node: Any, pointer: str, scope: Scope | None = None) -> tuple[Any, Scope]:
+        """``node``, or if it is a reference the object it names (its sibling keys kept), and
+        the scope inside it; nothing below it is expanded. For path items and operations kept
+        in other files (``get: {$ref: "ops/list.yaml"}``).
+
+        Raises:
+            OperationError: as :meth:`expand`.
+        """
+        scope = scope or self._root
+        if not isinstance(node, dict) or not isinstance(node.get("$ref"), str):
+            return node, scope
+        target, inner = self._follow(node["$ref"], f"{pointer}/$ref", scope)
+        if not isinstance(target, dict):
+            raise OperationError(f"{pointer}/$ref", "$ref", f"{node['$ref']!r} is not an object")
+        return {**target, **{k: v for k, v in node.items() if k != "$ref"}}, inner
+
+    def _expand(self, node: Any, pointer: str, stack: tuple[str, ...], scope: Scope) -> Any:
         self._nodes += 1
         if self._nodes > MAX_NODES:
             raise OperationError(
                 pointer, "$ref", f"over {MAX_NODES} schema nodes once references are expanded"
             )
         if isinstance(node, list):
-            return [self._expand(v, f"{pointer}/{i}", stack) for i, v in enumerate(node)]
+            return [self._expand(v, f"{pointer}/{i}", stack, scope) for i, v in enumerate(node)]
         if not isinstance(node, dict):
             return node
         ref = node.get("$ref")
         if isinstance(ref, str):
-            if ref in stack:  # a schema containing itself: cut, legitimately recursive
+            key = scope.key(ref)
+            if key in stack:  # a schema containing itself: cut, legitimately recursive
                 return {"description": f"(recursive: the same shape as {ref})"}
-            target = self._follow(ref, f"{pointer}/$ref")
+            target, inner = self._follow(ref, f"{pointer}/$ref", scope)
             extra = {k: v for k, v in node.items() if k != "$ref"}
             merged = {**target, **extra} if isinstance(target, dict) and extra else target
-            return self._expand(merged, pointer, (*stack, ref))
-        out = {k: self._expand(v, f"{pointer}/{pointer_token(k)}", stack) for k, v in node.items()}
+            return self._expand(merged, pointer, (*stack, key), inner)
+        out = {
+            k: self._expand(v, f"{pointer}/{pointer_token(k)}", stack, scope)
+            for k, v in node.items()
+        }
         return _from_legacy(out) if self._legacy else out
 
-    def _follow(self, ref: str, pointer: str) -> Any:
-        """The target of ``ref``, following a chain of bare references.
+    def _follow(self, ref: str, pointer: str, scope: Scope) -> tuple[Any, Scope]:
+        """The target of ``ref`` and the scope inside it, following a chain of bare references.
 
         Raises:
-            OperationError: a reference outside the document, to nowhere, or a chain in a cycle.
+            OperationError: a reference outside the document (or its scope), to nowhere, or a
+                chain in a cycle.
         """
         seen: list[str] = []
+        shown: list[str] = []
         while True:
-            if not ref.startswith("#"):
+            if not ref.startswith("#") and not self._external:
                 raise OperationError(
                     pointer, "$ref", f"{ref!r} points outside this document; inline it"
                 )
-            if ref in seen:
-                chain = " -> ".join([*seen, ref])
+            if scope.key(ref) in seen:
+                chain = " -> ".join([*shown, ref])
                 raise OperationError(pointer, "$ref", f"reference cycle: {chain}")
-            seen.append(ref)
+            seen.append(scope.key(ref))
+            shown.append(ref)
             try:
-                target = self._resolver.lookup(ref).contents
+                resolved = scope.resolver.lookup(ref)
             except Unresolvable as exc:
-                raise OperationError(pointer, "$ref", f"{ref!r} does not exist: {exc}") from exc
+                cause = _cause(exc)
+                why = f"cannot be read: {cause}" if cause else f"does not exist: {exc}"
+                raise OperationError(pointer, "$ref", f"{ref!r} {why}") from exc
+            scope = scope.after(ref, resolved.resolver)
+            target = resolved.contents
             if isinstance(target, dict) and set(target) == {"$ref"}:
                 ref = str(target["$ref"])
                 continue
-            return target
+            return target, scope
 
 
 def _from_legacy(node: dict[str, Any]) -> dict[str, Any]:
@@ -253,16 +343,22 @@ def operation_tool(
     shared_parameters: list[Any],
     base_url: str | None,
     source: str,
+    scope: Scope | None = None,
 ) -> Tool:
-    """The tool for ``method path``.
+    """The tool for ``method path`` (its path item found in ``scope``'s document; None: the
+    first one).
 
     Raises:
         OperationError: the operation cannot be converted (the pointer says where).
     """
     pointer = f"#/paths/{pointer_token(path)}/{method}"
-    expanded = resolver.expand(dict(operation), pointer)
+    operation, inner = resolver.follow(operation, pointer, scope)
+    # Only what the tool is made of is expanded: responses and callbacks can be far larger than
+    # the input (a real document's response schemas ran past MAX_NODES) and are not used.
+    used = {k: v for k, v in operation.items() if k in _USED_KEYS}
+    expanded = resolver.expand(used, pointer, inner)
     own = expanded.get("parameters") or []
-    shared = resolver.expand(shared_parameters, f"#/paths/{pointer_token(path)}/parameters")
+    shared = resolver.expand(shared_parameters, f"#/paths/{pointer_token(path)}/parameters", scope)
     # Operation-level parameters override path-level ones with the same name and location.
     names = {(p.get("name"), p.get("in")) for p in own if isinstance(p, dict)}
     inherited = [

@@ -30,7 +30,8 @@ from toolscout.ingest.mcpconfig import (
     read_mcp_config,
     servers_from_settings,
 )
-from toolscout.ingest.openapi import OpenApiSource, is_url
+from toolscout.ingest.openapi import OpenApiSource
+from toolscout.ingest.openapi_documents import OPENAPI_CACHE, DocumentCache, is_url
 from toolscout.ingest.pyfile import SOURCE_PREFIX as TOOLS_PREFIX
 from toolscout.ingest.pyfile import ToolDirectory
 from toolscout.ingest.sources import Source
@@ -212,14 +213,17 @@ def sync(
 
 @dataclass(frozen=True)
 class ApiSpec:
-    """An OpenAPI document to index: ``name`` (None: from its title) and where it is."""
+    """An OpenAPI document to index: ``name`` (None: from its title) and where it is;
+    ``cache_dir`` holds fetched documents between syncs (None: no cache)."""
 
     location: str
     name: str | None = None
     base_url: str | None = None
+    cache_dir: str | None = None
 
     def source(self) -> OpenApiSource:
-        return OpenApiSource(self.location, api=self.name, base_url=self.base_url)
+        cache = DocumentCache(Path(self.cache_dir) / OPENAPI_CACHE) if self.cache_dir else None
+        return OpenApiSource(self.location, api=self.name, base_url=self.base_url, cache=cache)
 
 
 @dataclass(frozen=True)
@@ -269,9 +273,10 @@ def resolve_sources(
     """
     servers_table: dict[str, Any] = {}
     apis: list[ApiSpec] = []
+    cache_dir = settings.cache_dir if settings is not None else None
     if not (mcp_configs or tools_dirs or catalogs) and settings is not None:
         apis = [
-            ApiSpec(api.spec, name=name, base_url=api.base_url)
+            ApiSpec(api.spec, name=name, base_url=api.base_url, cache_dir=cache_dir)
             for name, api in sorted(settings.apis.items())
         ]
         mcp_configs, tools_dirs, catalogs = (
@@ -296,7 +301,7 @@ def resolve_sources(
             )
             continue
         seen[spec.name] = spec
-    apis.extend(ApiSpec(str(c)) for c in catalogs if is_url(str(c)))
+    apis.extend(ApiSpec(str(c), cache_dir=cache_dir) for c in catalogs if is_url(str(c)))
     files = [Path(p).expanduser() for p in catalogs if not is_url(str(p))]
     return SourceSet(
         apis=tuple(apis),

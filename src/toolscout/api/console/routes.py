@@ -18,7 +18,7 @@ import anyio.to_thread
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import RedirectResponse, Response
 
-from toolscout.api.console import evaluations, governance
+from toolscout.api.console import evaluations, governance, sources
 from toolscout.api.console.access import COOKIE, check_key, check_read, is_admin, session_token
 from toolscout.api.console.render import error_page, page, static
 from toolscout.api.console.status import recent_errors, summarise
@@ -94,7 +94,7 @@ def _search_page(router: APIRouter) -> None:
         )
 
 
-def _catalog_pages(router: APIRouter) -> None:
+def _catalog_pages(router: APIRouter, settings: Settings) -> None:
     @router.get("/catalog", include_in_schema=False)
     async def catalog(
         request: Request,
@@ -106,8 +106,10 @@ def _catalog_pages(router: APIRouter) -> None:
         def build() -> dict[str, Any]:
             check_read(request)
             engine = _engine(request)
+            inventory = engine.inventory()
             view: dict[str, Any] = {
-                "inventory": engine.inventory(),
+                "inventory": inventory,
+                "origins": sources.view(settings, inventory),
                 "form": {"server": server, "q": q, "item_type": item_type, "offset": offset},
             }
             servers = [server] if server else None
@@ -204,7 +206,7 @@ def console_router(settings: Settings) -> APIRouter:
     recent_errors()  # start collecting warnings from now on
     router = APIRouter()
     _search_page(router)
-    _catalog_pages(router)
+    _catalog_pages(router, settings)
     governance.routes(router)
     evaluations.routes(router, settings)
     _status_page(router, settings)

@@ -5,6 +5,7 @@ lives in :mod:`toolscout.feedback`."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,24 +14,56 @@ import numpy as np
 from toolscout.store.base import FeedbackRecord
 from toolscout.store.sql.dialect import Database
 
+log = logging.getLogger("toolscout.feedback")
+
 _COLUMNS = "created_at, query, tool_id, outcome, shown, source, embedder"
+#: What a recorded call ended in (``toolscout.feedback.service.OUTCOMES``, a layer above).
+OUTCOMES = ("success", "error")
 
 
 def _row(r: Sequence[Any], with_vector: bool) -> FeedbackRecord:
+    """Raises: ValueError or TypeError for a row that is not a feedback record (a damaged or
+    hand-edited table: SQLite keeps whatever was written into a column)."""
     vector = None
     if with_vector and r[8] is not None:
+        if not isinstance(r[8], bytes | bytearray | memoryview):
+            raise TypeError(f"vector is {type(r[8]).__name__}, not bytes")
         vector = np.frombuffer(bytes(r[8]), dtype=np.float32).copy()
+    shown = json.loads(r[5])
+    if not isinstance(shown, list) or not all(isinstance(s, str) for s in shown):
+        raise ValueError("shown is not a list of tool ids")
+    if not isinstance(r[2], str) or not isinstance(r[3], str) or r[4] not in OUTCOMES:
+        raise ValueError("query, tool_id or outcome is not what a call records")
     return FeedbackRecord(
         id=int(r[0]),
         created_at=float(r[1]),
-        query=str(r[2]),
-        tool_id=str(r[3]),
-        outcome=str(r[4]),
-        shown=tuple(json.loads(r[5])),
+        query=r[2],
+        tool_id=r[3],
+        outcome=r[4],
+        shown=tuple(shown),
         source=str(r[6]),
         embedder=str(r[7]),
         vector=vector,
     )
+
+
+def _readable(rows: Sequence[Sequence[Any]], with_vector: bool) -> list[FeedbackRecord]:
+    """The rows that are feedback records; the others are skipped with one warning: a damaged
+    row never fails a search or a listing."""
+    records: list[FeedbackRecord] = []
+    bad: list[str] = []
+    for r in rows:
+        try:
+            records.append(_row(r, with_vector))
+        except (ValueError, TypeError, IndexError) as exc:
+            bad.append(f"{r[0]!r} ({exc})")
+    if bad:
+        log.warning(
+            "feedback: skipped %d unreadable row(s) of the feedback table: %s",
+            len(bad),
+            "; ".join(bad[:5]) + (" ..." if len(bad) > 5 else ""),
+        )
+    return records
 
 
 def _values(r: FeedbackRecord) -> tuple[Any, ...]:
@@ -83,7 +116,7 @@ class FeedbackTables:
             ),
             [*params, limit],
         )
-        return [_row(r, vectors) for r in rows]
+        return _readable(rows, vectors)
 
     def clear_feedback(self, tool_id: str | None = None) -> int:
         """Raises: StoreError."""
