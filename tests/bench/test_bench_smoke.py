@@ -29,6 +29,11 @@ CASES: dict[str, tuple[list[str], str]] = {
     "latency_build": (["latency.py", "build", "--size", "20"], r'"sorted_tools_per_s"'),
     "latency_memory": (["latency.py", "memory", "--size", "40"], r'"peak_rss_mb"'),
     "latency_batch": (["latency.py", "batch", "--rounds", "1"], r'"speedup_vs_exact_alone"'),
+    "lexical_scale": (["lexical.py", "scale", "--sizes", "250", "--queries", "4", "--out", "{out}"],
+                      r'"congruence_long": \{.*"impact": \{"overlap@10": 1\.0, '
+                      r'"overlap@100": 1\.0, "spearman": 1\.0\}'),
+    "lexical_quality": (["lexical.py", "quality", "--sets", "single_intent", "--max-queries", "3",
+                         "--out", "{out}"], r"\| single_intent \(\d+\) \| qdrant \| [\d.]+ / "),
     "cold_index": (["cold_index.py", "--size", "40"], r"after / before: [\d.]+x"),
     "quality": (["quality.py", "--sets", "toolbench_stable", "--out", "{out}"],
                 r"toolbench_stable\s+toolscout_hybrid\s+all nDCG@10"),
@@ -95,6 +100,7 @@ EXCLUDED = {
     "gateway.py": "installs four MCP servers from npm (network) and has no option for a small run",
     "catalogs.py": "a helper of the others; it runs here through the tiny_catalog fixture",
     "shared_data.py": "a helper of the others: where the shared data is",
+    "lexical_legs.py": "a helper of lexical.py (the legs it compares); it runs here through it",
 }
 # bench/fit/ is not run either: its scripts fit constants and weights into files the package
 # ships.
