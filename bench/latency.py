@@ -1,6 +1,7 @@
 """Search latency (in process, query embedding included) and index build cost.
 
-    python bench/latency.py search --sizes 1000 10000 100000 [--queries 200]
+    python bench/latency.py search --sizes 10000 100000 [1000000] [--queries 200] [--legs exact ann]
+    python bench/latency.py crossover --sizes 2000 5000 10000 20000 50000   # exact vs HNSW leg
     python bench/latency.py build --size 2000        # throughput: sorted vs unsorted batches
     python bench/latency.py memory --size 10000      # peak RSS while indexing 10k tools
     python bench/latency.py batch                    # query embedding: exact alone/batched, int8
@@ -13,8 +14,13 @@ built from its own text. The real tools are embedded with the real model (cached
 
 The query-vector and result caches are off (every query is embedded and searched). Short
 queries: the project's paraphrase dev set (3-12 words); long queries: toolbench_stable (20-100
-words). Each mode's p50/p95 are measured in the same run, interleaved query by query, so load
-on this shared machine hits every mode alike: read the ratios.
+words). ``search`` runs the previous vector leg (``exact``: the numpy product over the in-memory
+mirror) and the HNSW leg (``ann``: the Qdrant Edge shard) on the same index, interleaved query by
+query, so load on this shared machine hits both alike: read the ratios. Per leg it reports
+hybrid p50/p95 and the vector leg alone (100 candidates, the hybrid depth); bm25 once; the index
+on disk (SQLite file, shard folder); and the RSS of a fresh process serving the index with each
+leg after 20 searches (``rss`` is that child's command). ``--sizes 1000000`` builds the 1M
+catalog the same way (variant vectors); expect a long build.
 """
 
 from __future__ import annotations
@@ -83,15 +89,98 @@ def _queries() -> tuple[list[str], list[str]]:
     return short, long
 
 
-def search_bench(sizes: list[int], n: int) -> dict[str, object]:
+#: The vector legs compared: the exact mirror (the previous path) and the HNSW shard.
+LEGS = ("exact", "ann")
+
+
+def _use(engine: Engine, leg: str) -> None:
+    engine.store.ann.enabled = leg == "ann"  # type: ignore[attr-defined]
+
+
+def _mb(path: Path) -> float:
+    """Space allocated on disk (the shard's preallocated files are sparse)."""
+    files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
+    files += [Path(str(path) + x) for x in ("-wal", "-shm") if Path(str(path) + x).is_file()]
+    return round(sum(p.stat().st_blocks * 512 for p in files) / 2**20, 1)
+
+
+def _shard(engine: Engine) -> dict[str, object]:
+    """Build the HNSW shard of the written catalog (a child process above 5,000 tools)."""
+    ann = engine.store.ann  # type: ignore[attr-defined]
+    ann.min_tools = 0
+    ann.reset()
+    t0 = time.perf_counter()
+    ann.current()
+    ann.wait_built(None)
+    assert ann.current() is not None, "the HNSW shard was not built"
+    return {"shard_build_s": round(time.perf_counter() - t0, 1), **ann.describe()}
+
+
+def _timed(engine: Engine, qs: list[str], legs: list[str]) -> dict[str, dict[str, object]]:
+    """Hybrid search (query embedding included) per leg and the vector leg alone, interleaved
+    query by query; bm25 once (it does not depend on the vector leg)."""
+    times: dict[str, list[float]] = {f"{leg}_{m}": [] for leg in legs for m in ("hybrid", "vec")}
+    times["bm25"] = []
+    for q in qs:
+        vec = engine.embedder.embed_query([q])
+        for leg in legs:
+            _use(engine, leg)
+            t = time.perf_counter()
+            engine.search(q, mode=SearchMode.HYBRID, limit=10)
+            times[f"{leg}_hybrid"].append((time.perf_counter() - t) * 1000)
+            t = time.perf_counter()
+            engine.store.nearest_many(vec, limit=100)
+            times[f"{leg}_vec"].append((time.perf_counter() - t) * 1000)
+        _use(engine, "exact")
+        t = time.perf_counter()
+        engine.search(q, mode=SearchMode.BM25, limit=10)
+        times["bm25"].append((time.perf_counter() - t) * 1000)
+    return {
+        k: {"p50": round(percentile(v, 50), 2), "p95": round(percentile(v, 95), 2)}
+        for k, v in times.items()
+    }
+
+
+def _serving_rss(db: str, leg: str, queries: list[str]) -> dict[str, float]:
+    """RSS of a fresh process serving ``db`` with one vector leg, after a few searches."""
+    import subprocess
+
+    out = subprocess.run(
+        [sys.executable, __file__, "rss", "--db", db, "--leg", leg, *queries],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    found: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    return found
+
+
+def rss_bench(db: str, leg: str, queries: list[str]) -> None:
+    import psutil
+
+    min_tools = 0 if leg == "ann" else 10**12
+    engine = Engine.open(
+        Settings(db=f"{db}?ann_min_tools={min_tools}", cache_dir=CACHE, result_cache_size=0)
+    )
+    for q in queries:
+        engine.search(q, limit=10)
+    answered = engine.store.ann.describe()["leg"]  # type: ignore[attr-defined]
+    rss = psutil.Process().memory_info().rss / 2**20
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    engine.close()
+    print(json.dumps({"leg": answered, "rss_mb": round(rss, 1), "peak_rss_mb": round(peak, 1)}))
+
+
+def search_bench(sizes: list[int], n: int, legs: list[str]) -> dict[str, object]:
     short, long = _queries()
     rng = random.Random(0)
     results: dict[str, object] = {}
     for size in sizes:
         with tempfile.TemporaryDirectory() as tmp:
+            db = str(Path(tmp) / "l.db")
             engine = Engine.open(
                 Settings(
-                    db=str(Path(tmp) / "l.db"),
+                    db=f"{db}?ann_min_tools={10**12}",  # the exact leg while writing
                     cache_dir=CACHE,
                     query_cache_size=0,
                     result_cache_size=0,
@@ -101,24 +190,61 @@ def search_bench(sizes: list[int], n: int) -> dict[str, object]:
             build_index(engine, size)
             built = time.perf_counter() - t0
             row: dict[str, object] = {"tools": engine.store.count(), "build_s": round(built, 1)}
+            if "ann" in legs:
+                row["shard"] = _shard(engine)
             for kind, pool in (("short", short), ("long", long)):
                 qs = [rng.choice(pool) for _ in range(n if kind == "short" else n // 2)]
-                times: dict[str, list[float]] = {m.value: [] for m in SearchMode}
-                for q in qs[:5]:
-                    engine.search(q)  # warm-up: mirror load, caches
-                for q in qs:
-                    for mode in SearchMode:
-                        t = time.perf_counter()
-                        engine.search(q, mode=mode, limit=10)
-                        times[mode.value].append((time.perf_counter() - t) * 1000)
-                row[kind] = {
-                    m: {"p50": round(percentile(v, 50), 2), "p95": round(percentile(v, 95), 2)}
-                    for m, v in times.items()
-                }
+                for q in qs[:5]:  # warm-up: mirror load, shard pages, caches
+                    for leg in legs:
+                        _use(engine, leg)
+                        engine.search(q)
+                row[kind] = _timed(engine, qs, legs)
             engine.close()
+            row["disk_mb"] = {"sqlite": _mb(Path(db)), "shard": _mb(Path(db + ".vectors"))}
+            warm = [rng.choice(short) for _ in range(20)]
+            row["serving"] = {leg: _serving_rss(db, leg, warm) for leg in legs}
         results[str(size)] = row
         print(json.dumps({size: row}), flush=True)
     return results
+
+
+def crossover_bench(sizes: list[int], n: int) -> None:
+    """The vector leg alone, exact vs HNSW shard (product configuration), per catalog size:
+    where the shard starts to pay (``ann_min_tools``)."""
+    short, _ = _queries()
+    rng = random.Random(0)
+    for size in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            engine = Engine.open(
+                Settings(
+                    db=f"{Path(tmp) / 'c.db'}?ann_min_tools={10**12}",
+                    cache_dir=CACHE,
+                    query_cache_size=0,
+                    result_cache_size=0,
+                )
+            )
+            build_index(engine, size)
+            _shard(engine)
+            vecs = [engine.embedder.embed_query([rng.choice(short)]) for _ in range(n)]
+            times: dict[str, list[float]] = {leg: [] for leg in LEGS}
+            for vec in vecs[:5]:
+                for leg in LEGS:
+                    _use(engine, leg)
+                    engine.store.nearest_many(vec, limit=100)
+            for vec in vecs:
+                for leg in LEGS:
+                    _use(engine, leg)
+                    t = time.perf_counter()
+                    engine.store.nearest_many(vec, limit=100)
+                    times[leg].append((time.perf_counter() - t) * 1000)
+            engine.close()
+        p50 = {leg: round(percentile(v, 50), 3) for leg, v in times.items()}
+        out = {
+            "tools": size,
+            "vector_p50_ms": p50,
+            "exact_over_ann": round(p50["exact"] / p50["ann"], 2),
+        }
+        print(json.dumps(out), flush=True)
 
 
 def build_bench(size: int) -> dict[str, object]:
@@ -210,8 +336,16 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("search")
-    s.add_argument("--sizes", nargs="+", type=int, default=[1000, 10000, 100000])
+    s.add_argument("--sizes", nargs="+", type=int, default=[10000, 100000])
     s.add_argument("--queries", type=int, default=200)
+    s.add_argument("--legs", nargs="+", choices=LEGS, default=list(LEGS))
+    c = sub.add_parser("crossover")
+    c.add_argument("--sizes", nargs="+", type=int, default=[2000, 5000, 10000, 20000, 50000])
+    c.add_argument("--queries", type=int, default=200)
+    r = sub.add_parser("rss")
+    r.add_argument("--db", required=True)
+    r.add_argument("--leg", choices=LEGS, required=True)
+    r.add_argument("queries", nargs="*")
     b = sub.add_parser("build")
     b.add_argument("--size", type=int, default=2000)
     m = sub.add_parser("memory")
@@ -222,7 +356,11 @@ def main() -> int:
     if args.cmd == "batch":
         batch_bench(args.rounds)
     elif args.cmd == "search":
-        search_bench(args.sizes, args.queries)
+        search_bench(args.sizes, args.queries, args.legs)
+    elif args.cmd == "crossover":
+        crossover_bench(args.sizes, args.queries)
+    elif args.cmd == "rss":
+        rss_bench(args.db, args.leg, args.queries)
     elif args.cmd == "build":
         build_bench(args.size)
     else:

@@ -2,7 +2,7 @@
 docs/BENCHMARKS.md section 3.
 
     python bench/skills.py quality toolbench_stable seal_tools   # hit@3, nDCG@10 per strategy
-    python bench/skills.py calibrate                           # fit classifier + stage-1 maps
+    python bench/skills.py routing [--max-dev 300] [--unseen] [--sets NAME ...]   # dev routing
     python bench/skills.py classify livemcpbench               # uncategorized share + sample
     python bench/skills.py latency [short|long] [--size 10000] [--runs 300]   # p95 at 10k tools
 
@@ -12,8 +12,6 @@ Indexes live under $BENCH_DIR (default /tmp/toolscout-bench-skills) and are reus
 from __future__ import annotations
 
 import argparse
-import itertools
-import json
 import os
 import random
 import statistics
@@ -35,23 +33,6 @@ from toolscout.models import SearchRequest, Tool
 SHARED = SHARED_BENCH
 WORK = Path(os.environ.get("BENCH_DIR", "/tmp/toolscout-bench-skills"))
 STRATEGIES = ("direct", "hierarchical", "hybrid")
-
-#: toolbench (RapidAPI) categories that map one-to-one onto a starter skill: the labels used
-#: to fit and check the classifier's calibration.
-CATEGORY_SKILL = {
-    "Weather": "weather", "Email": "email", "SMS": "messaging", "Mapping": "maps_location",
-    "Location": "maps_location", "Payments": "payments", "Database": "databases",
-    "Monitoring": "monitoring", "Sports": "sports", "Movies": "entertainment",
-    "Gaming": "entertainment", "Music": "music_audio", "Travel": "travel",
-    "Translation": "translation_language", "News_Media": "news", "Jobs": "education_jobs",
-    "Education": "education_jobs", "Search": "web_search", "Food": "food_recipes",
-    "eCommerce": "ecommerce", "Finance": "finance_markets", "Financial": "finance_markets",
-    "Health_and_Fitness": "health_fitness", "Medical": "health_fitness",
-    "Social": "social_media", "Cryptography": "security", "Cybersecurity": "security",
-    "Video_Images": "images_video", "Devices": "devices_iot",
-    "Text_Analysis": "translation_language", "Transportation": "travel",
-    "Artificial_Intelligence_Machine_Learning": "ai_models",
-}  # fmt: skip
 
 
 def open_engine(name: str, *, query_cache: bool = False) -> Engine:
@@ -115,87 +96,35 @@ def quality(names: list[str]) -> None:
         engine.close()
 
 
-def fit_logistic(x: np.ndarray, y: np.ndarray, iters: int = 50) -> np.ndarray:
-    """Newton's method for logistic regression with an intercept (last coefficient)."""
-    xb = np.hstack([x, np.ones((len(x), 1))])
-    w = np.zeros(xb.shape[1])
-    for _ in range(iters):
-        p = 1 / (1 + np.exp(-(xb @ w)))
-        grad = xb.T @ (p - y)
-        hess = (xb * (p * (1 - p))[:, None]).T @ xb + 1e-6 * np.eye(len(w))
-        w -= np.linalg.solve(hess, grad)
-    return w
+def routing(args: list[str]) -> None:
+    """The packaged skill fit on the dev sets of bench/fit/skill_scores.py: the share of
+    requests whose gold tool has a skill among the matched ones (default ``skill_threshold``
+    and ``skill_limit``), skills matched, fallbacks, and direct against hierarchical hit@3."""
+    from fit.skill_scores import dev_sets, routed, strategies
+    from fit.skill_scores import routing as share
+    from natural import db_folder, open_index
+    from toolscout.embed.base import DEFAULT_MODEL
 
-
-def reliability(p: np.ndarray, y: np.ndarray) -> None:
-    print("| predicted | n | observed |")
-    print("|---|---|---|")
-    edges = [0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.01]
-    for lo, hi in itertools.pairwise(edges):
-        sel = (p >= lo) & (p < hi)
-        if sel.any():
-            print(f"| {lo:.1f}-{min(hi, 1.0):.1f} | {int(sel.sum())} | {y[sel].mean():.2f} |")
-
-
-def margins(sims: np.ndarray) -> np.ndarray:
-    """Per row and column: sim minus the best sim among the other columns."""
-    order = np.sort(sims, axis=1)
-    best, second = order[:, -1:], order[:, -2:-1]
-    other = np.where(sims >= best, second, best)
-    return sims - other
-
-
-def calibrate() -> None:
-    from toolscout.skills.classify import OfflineClassifier
-
-    engine = indexed("toolbench_stable")
-    clf = OfflineClassifier(engine.store.skills, engine.embedder)
-    clf.prepare()
-    tools = [json.loads(line) for line in (SHARED / "toolbench_stable/tools.jsonl").open()]
-    labelled = [
-        (t["id"], CATEGORY_SKILL[t["category"]])
-        for t in tools
-        if t.get("category") in CATEGORY_SKILL
-    ]
-    vecs = engine.store.vectors([i for i, _ in labelled])
-    ids = [i for i, _ in labelled if i in vecs]
-    label = dict(labelled)
-    sims = np.stack([vecs[i] for i in ids]) @ clf._matrix.T
-    y = np.array([[clf._ids[j] == label[i] for j in range(len(clf._ids))] for i in ids], float)
-    x = np.stack([sims.ravel(), margins(sims).ravel()], axis=1)
-    w = fit_logistic(x, y.ravel())
-    print(f"classifier: {len(ids)} labelled tools, {len(x)} (tool, skill) pairs")
-    print(f"fitted CAL_A, CAL_B, CAL_C = {w[0]:.2f}, {w[1]:.2f}, {w[2]:.2f}")
-    reliability(1 / (1 + np.exp(-(x @ w[:2] + w[2]))), y.ravel())
-    top = np.argmax(sims, axis=1)
-    print(f"top-1 skill == category skill: {100 * y[np.arange(len(ids)), top].mean():.1f} %")
-    stage1(engine)
-    engine.close()
-
-
-def stage1(engine: Engine) -> None:
-    hs = engine.search_service.hierarchical
-    index = hs.skill_index()
-    skill_ids = [s.id for s in index.skills]
-    queries = load_queries(SHARED / "toolbench_stable/queries.jsonl")
-    feats, labels = [], []
-    for q in queries[::2]:
-        gold_skills = {
-            a.skill_id
-            for rows in engine.store.skills.assignments(list(q.gold)).values()
-            for a in rows
-        }
-        vectors = hs.searcher.embed_query(q.text[:1000])
-        sims = (vectors @ index.matrix.T).max(axis=0)[None, :]
-        m = margins(sims)[0]
-        for j, sid in enumerate(skill_ids):
-            feats.append((sims[0, j], m[j]))
-            labels.append(sid in gold_skills)
-    x, y = np.array(feats), np.array(labels, float)
-    w = fit_logistic(x, y)
-    print(f"\nstage 1: {len(queries[::2])} queries (even rows), {len(x)} (query, skill) pairs")
-    print(f"fitted SKILL_A, SKILL_B, SKILL_C = {w[0]:.2f}, {w[1]:.2f}, {w[2]:.2f}")
-    reliability(1 / (1 + np.exp(-(x @ w[:2] + w[2]))), y)
+    parser = argparse.ArgumentParser(prog="skills.py routing")
+    parser.add_argument("--max-dev", type=int, default=300, help="requests per dev set")
+    parser.add_argument("--unseen", action="store_true", help="also report tooleyes_dev")
+    parser.add_argument("--sets", nargs="*", default=None, help="dev sets (default: all)")
+    opts = parser.parse_args(args)
+    db = db_folder(WORK / "routing", DEFAULT_MODEL)
+    db.mkdir(parents=True, exist_ok=True)
+    print("| dev set (requests) | routed | skills matched | fell back | direct hit@3 | "
+          "hierarchical hit@3 |\n|---|---|---|---|---|---|")  # fmt: skip
+    for name, (tools, pairs) in dev_sets(opts.max_dev, opts.unseen).items():
+        if opts.sets and name.split()[0] not in opts.sets:
+            continue
+        engine, _ = open_index(db / f"{name.split()[0]}.db", tools, name)
+        fit = engine.search_service.hierarchical.fit
+        routed_share, matched = share(fit.stage1, routed(engine, pairs))
+        row = strategies(engine, pairs)
+        engine.close()
+        print(f"| {name} ({len(pairs)}) | {100 * routed_share:.1f} % | {matched:.2f} | "
+              f"{100 * row['fallback']:.1f} % | {100 * row['direct_hit@3']:.1f} | "
+              f"{100 * row['hierarchical_hit@3']:.1f} |", flush=True)  # fmt: skip
 
 
 def classify_report(name: str, sample: int = 50) -> None:
@@ -297,8 +226,8 @@ def main(argv: list[str]) -> Any:
     cmd, rest = argv[0], argv[1:]
     if cmd == "quality":
         return quality(rest or ["toolbench_stable", "seal_tools"])
-    if cmd == "calibrate":
-        return calibrate()
+    if cmd == "routing":
+        return routing(rest)
     if cmd == "classify":
         return classify_report(rest[0] if rest else "livemcpbench")
     if cmd == "latency":

@@ -2,6 +2,10 @@
 
     python bench/fit/calibrate.py --write [--embed-model local:tool-minilm-l6] [--max-train 300]
 
+With ``--write`` it then runs ``bench/fit/skill_scores.py --write`` for the same model (unless
+``--no-skills``), so this one command refits every constant the file holds: hit scores,
+``no_match`` thresholds, skill scores and the skill classifier.
+
 The fit is for the embedding model the engine opens by default (or ``--embed-model``); the file
 records its name and the sha256 of its graph, and a search with any other model reports its
 scores as approximate (``metadata["calibration"]``). Re-run this after changing the default
@@ -34,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -297,6 +302,9 @@ def main() -> int:
     parser.add_argument(
         "--thresholds-only", action="store_true", help="keep the packaged fit, redo step 3"
     )
+    parser.add_argument(
+        "--no-skills", action="store_true", help="with --write: keep the packaged skill fit"
+    )
     args = parser.parse_args()
     t0 = time.perf_counter()
     sets = datasets(args.natural)
@@ -407,8 +415,15 @@ def main() -> int:
     calibration = Calibration(models, embedder, provenance, digest)
     if args.write:
         target = ROOT / "src" / "toolscout" / "search" / CALIBRATION_FILE
-        target.write_text(json.dumps(calibration.to_dict(), indent=1) + "\n", encoding="utf-8")
+        data = calibration.to_dict()
+        data["skills"] = json.loads(target.read_text(encoding="utf-8")).get("skills")
+        target.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {target}")
+        if not args.no_skills:
+            script = Path(__file__).with_name("skill_scores.py")
+            subprocess.run(
+                [sys.executable, str(script), "--write", "--embed-model", model], check=True
+            )
     out = ROOT / "bench" / "out" / "natural"
     out.mkdir(parents=True, exist_ok=True)
     (out / "calibrate.json").write_text(json.dumps(

@@ -13,6 +13,7 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import parse_qsl
 
 import platformdirs
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
@@ -228,6 +229,13 @@ class Settings(BaseSettings):
         description="a Qdrant vector leg for a PostgreSQL db: qdrant://HOST:6333/COLLECTION "
         "(API key from QDRANT_API_KEY) or qdrant+local:///FOLDER/COLLECTION",
     )
+    ann_min_tools: int | None = Field(
+        default=None,
+        ge=0,
+        description="embedded SQLite store: from this many tools an HNSW index (Qdrant Edge, "
+        "beside the file as <db>.vectors/) answers the vector leg instead of the exact "
+        "product (None: the store's default, 20,000; 0: always)",
+    )
     embed_model: str = Field(
         default="local:tool-minilm-l6",
         description="local:tool-minilm-l6 (default, fine-tuned for tools), local:minilm-l6-int8 "
@@ -358,6 +366,22 @@ class Settings(BaseSettings):
         if value not in ("adaptive", "rrf", "score"):
             raise ValueError("must be one of adaptive, rrf, score")
         return value
+
+    @model_validator(mode="after")
+    def _ann_into_db(self) -> Settings:
+        """``ann_min_tools`` rides on the SQLite URL as its option of the same name."""
+        if self.ann_min_tools is None:
+            return self
+        if "://" in self.db and not self.db.startswith("sqlite:"):
+            raise ValueError(
+                "ann_min_tools: the HNSW leg of the embedded store needs a SQLite db; "
+                "a PostgreSQL store chooses its vector leg with `vectors`"
+            )
+        path, _, query = self.db.partition("?")
+        options = [(k, v) for k, v in parse_qsl(query) if k != "ann_min_tools"]
+        options.append(("ann_min_tools", str(self.ann_min_tools)))
+        self.db = path + "?" + "&".join(f"{k}={v}" for k, v in options)
+        return self
 
     @model_validator(mode="after")
     def _secrets_need_a_file(self) -> Settings:

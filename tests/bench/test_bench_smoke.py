@@ -25,10 +25,21 @@ OPENAPI_DATA = ROOT / "tests" / "data" / "openapi_quality"
 #: own output folder; ``{catalog}`` the tiny scale catalog; ``{db}`` an index of it.
 CASES: dict[str, tuple[list[str], str]] = {
     "latency_search": (["latency.py", "search", "--sizes", "250", "--queries", "4"],
-                       r'\{"250": \{"tools": 250, "build_s"'),
+                       r'"ann_hybrid": \{"p50"'),
     "latency_build": (["latency.py", "build", "--size", "20"], r'"sorted_tools_per_s"'),
     "latency_memory": (["latency.py", "memory", "--size", "40"], r'"peak_rss_mb"'),
     "latency_batch": (["latency.py", "batch", "--rounds", "1"], r'"speedup_vs_exact_alone"'),
+    "latency_crossover": (["latency.py", "crossover", "--sizes", "250", "--queries", "4"],
+                          r'"exact_over_ann"'),
+    "ann_recall_sets": (["ann_recall.py", "sets", "--sets", "seal_tools", "--queries", "10"],
+                        r'"forced_graph": \{"points": \d+, "in_graph"'),
+    "ann_recall_scale": (["ann_recall.py", "scale", "--size", "250", "--queries", "10"],
+                         r'\{"250": \{"tools": 250'),
+    "lexical_scale": (["lexical.py", "scale", "--sizes", "250", "--queries", "4", "--out", "{out}"],
+                      r'"congruence_long": \{.*"impact": \{"overlap@10": 1\.0, '
+                      r'"overlap@100": 1\.0, "spearman": 1\.0\}'),
+    "lexical_quality": (["lexical.py", "quality", "--sets", "single_intent", "--max-queries", "3",
+                         "--out", "{out}"], r"\| single_intent \(\d+\) \| qdrant \| [\d.]+ / "),
     "cold_index": (["cold_index.py", "--size", "40"], r"after / before: [\d.]+x"),
     "quality": (["quality.py", "--sets", "toolbench_stable", "--out", "{out}"],
                 r"toolbench_stable\s+toolscout_hybrid\s+all nDCG@10"),
@@ -38,7 +49,8 @@ CASES: dict[str, tuple[list[str], str]] = {
                         r'"calls_on_unchanged_rerun": 0'),
     "skills_quality": (["skills.py", "quality", "seal_tools"],
                        r"\| strategy \| hit@3 \| nDCG@10 \| recall@10 \|"),
-    "skills_calibrate": (["skills.py", "calibrate"], r"fitted SKILL_A, SKILL_B, SKILL_C"),
+    "skills_routing": (["skills.py", "routing", "--max-dev", "3", "--sets", "single_intent"],
+                       r"\| single_intent \(\d+\) \| [\d.]+ % \|"),
     "skills_classify": (["skills.py", "classify", "livemcpbench"], r"livemcpbench: \d+ tools"),
     "skills_latency": (["skills.py", "latency", "short", "--size", "250", "--runs", "5"],
                        r"hierarchical: p50 [\d.]+ ms"),
@@ -74,6 +86,8 @@ CASES: dict[str, tuple[list[str], str]] = {
     "context_size": (["context_size.py", "--set", "livemcpbench"], r'"whole_catalog_tokens"'),
     "feedback_replay": (["feedback_replay.py", "--sets", "metatool", "--future", "2",
                          "--out", "{out}"], r'pooled \{"future_before"'),
+    "no_match": (["no_match.py", "--max-dev", "2", "--sizes", "100", "--sets", "single_intent",
+                  "--out", "{out}"], r"\| 100 tools \| \d+ \("),
     "ranking": (["ranking.py", "--sets", "single_intent", "--splits", "dev", "--max-queries", "5",
                  "--db-dir", "{out}/db", "--out", "{out}"],
                 r"\| set \(requests\) \| default \| learned \|"),
@@ -94,6 +108,7 @@ EXCLUDED = {
     "gateway.py": "installs four MCP servers from npm (network) and has no option for a small run",
     "catalogs.py": "a helper of the others; it runs here through the tiny_catalog fixture",
     "shared_data.py": "a helper of the others: where the shared data is",
+    "lexical_legs.py": "a helper of lexical.py (the legs it compares); it runs here through it",
 }
 # bench/fit/ is not run either: its scripts fit constants and weights into files the package
 # ships.

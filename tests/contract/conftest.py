@@ -34,14 +34,16 @@ def qdrant_vectors() -> Callable[[Path], str]:
 @pytest.fixture(
     params=[
         "sqlite",
+        "sqlite_ann",
         pytest.param("postgres", marks=pytest.mark.postgres),
         pytest.param("qdrant", marks=pytest.mark.postgres),
     ]
 )
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    """The same contract, on a real SQLite file, on a real PostgreSQL schema, and on
-    PostgreSQL with a Qdrant vector leg (qdrant-client's local mode)."""
-    url = request.getfixturevalue("pg_url") if request.param != "sqlite" else None
+    """The same contract, on a real SQLite file (with the exact vector leg, and with the Qdrant
+    Edge shard forced on at any size), on a real PostgreSQL schema, and on PostgreSQL with a
+    Qdrant vector leg (qdrant-client's local mode)."""
+    url = request.getfixturevalue("pg_url") if not request.param.startswith("sqlite") else None
     backend = open_backend(request.param, tmp_path, url)
     yield backend
     backend.close()

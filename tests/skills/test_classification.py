@@ -7,8 +7,9 @@ import numpy as np
 from support.skills_catalog import CATALOG
 from toolscout.engine import Engine
 from toolscout.models import ClassifyProgress, Loaded, Tool, ToolHit
+from toolscout.search.skillfit import packaged_skill_fit
 from toolscout.skills.centroid import weighted_centroid
-from toolscout.skills.classify import KEEP_FLOOR, PRIMARY_FLOOR
+from toolscout.skills.classify import PRIMARY_FLOOR
 
 
 def test_indexing_gives_every_tool_one_to_three_skills_with_confidences(
@@ -20,7 +21,7 @@ def test_indexing_gives_every_tool_one_to_three_skills_with_confidences(
         assert 1 <= len(rows) <= 3
         assert all(0.0 <= a.confidence <= 1.0 for a in rows)
         assert [a.confidence for a in rows] == sorted((a.confidence for a in rows), reverse=True)
-        assert all(a.confidence >= KEEP_FLOOR for a in rows[1:])
+        assert all(a.confidence >= packaged_skill_fit().keep_floor for a in rows[1:])
         primaries = [a for a in rows if a.is_primary]
         if rows[0].confidence >= PRIMARY_FLOOR:
             assert primaries == [rows[0]]

@@ -71,13 +71,15 @@ def test_the_safety_net_still_finds_a_tool_filed_under_another_skill(
     tool = store.tools.get("gmail::send_email")
     store.skills.replace_assignments([Classified(tool.id, tool.content_hash, "test", (misfiled,))])
     query = "send an email message to my colleague"
-    with_net, meta = find(skills_engine, query, limit=5, tool_threshold=0.0)
+    # Stage 1 reads the nearest tools' skills, so it matches "weather" too unless only the
+    # best skill may match: then the misfiled tool lies outside it.
+    with_net, meta = find(skills_engine, query, limit=5, tool_threshold=0.0, skill_limit=1)
     # BR-001: a tool outside the matched skills comes only from a fallback, which says so.
     assert meta["skill_ids_used"] is None and meta["strategy_used"] == "direct"
     assert "safety net" in str(meta["fallback"])
     assert "gmail::send_email" in with_net
     skills_engine.search_service.hierarchical.safety_net = 0.0
-    without, _ = find(skills_engine, query, limit=5, tool_threshold=0.0)
+    without, _ = find(skills_engine, query, limit=5, tool_threshold=0.0, skill_limit=1)
     assert "gmail::send_email" not in without
 
 

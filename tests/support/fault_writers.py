@@ -4,11 +4,16 @@ process per request and reports how it ended.
 Run as a script; it reads one JSON request per line on stdin and answers one JSON line on stdout:
 
     {"writers": [{"op": "index", "db": "...", "catalogs": [...], "prune": true,
-                  "kill_at": 123}, ...]}
+                  "kill_at": 123, "options": "?ann_min_tools=0"}, ...]}
 
 (ops: index, sync, classify, rebuild; feedback with ``"records": [[query, tool_id, outcome],
 ...]``, each recorded as one call; search with ``"query"``, the top 5 ids in the report)
-    -> {"results": [{"killed": true, "exit": null, "statements": 123, "report": null}, ...]}
+    -> {"results": [{"killed": true, "exit": null, "statements": 123, "commits": [...],
+                     "report": null}, ...]}
+
+``options`` are store URL options for a SQLite index (``?ann_min_tools=0`` keeps its HNSW
+shard in step with every commit); ``commits`` lists the statement numbers of a SQLite run's
+COMMITs, so a test can kill just after one (between the SQLite commit and the shard's write).
 
 Each writer is a forked child that opens its own store (nothing SQLite or PostgreSQL crosses the
 fork: the parent holds only the ONNX model) and runs one operation the way the CLI does. With
@@ -47,10 +52,13 @@ from toolscout.sync.sync import sync
 class _Counting:
     """A sqlean connection that counts statements and SIGKILLs its process at one of them."""
 
-    def __init__(self, conn: Any, kill_at: int | None, counter: list[int]) -> None:
+    def __init__(
+        self, conn: Any, kill_at: int | None, counter: list[int], commits: list[int]
+    ) -> None:
         self._conn = conn
         self._kill_at = kill_at
         self._counter = counter
+        self._commits = commits
 
     def _tick(self) -> None:
         self._counter[0] += 1
@@ -64,6 +72,8 @@ class _Counting:
 
     def execute(self, *args: Any) -> Any:
         self._tick()
+        if args and str(args[0]).strip().upper() == "COMMIT":
+            self._commits.append(self._counter[0])
         return self._conn.execute(*args)
 
     def executemany(self, *args: Any) -> Any:
@@ -74,7 +84,7 @@ class _Counting:
         return getattr(self._conn, name)
 
 
-def _install_counter(db: str, kill_at: int | None) -> list[int]:
+def _install_counter(db: str, kill_at: int | None, commits: list[int]) -> list[int]:
     counter = [0]
     real_connect = sqlean.connect
     target = os.path.realpath(db)
@@ -83,7 +93,7 @@ def _install_counter(db: str, kill_at: int | None) -> list[int]:
         conn = real_connect(path, *args, **kwargs)
         # The index and the new index a rebuild builds beside it (``<index>.rebuild``).
         if os.path.realpath(str(path)).startswith(target):
-            return _Counting(conn, kill_at, counter)
+            return _Counting(conn, kill_at, counter, commits)
         return conn
 
     sqlean.connect = connect
@@ -142,10 +152,12 @@ def _engine_op(engine: Engine, op: str, request: dict[str, Any]) -> Any:
 
 def _run(request: dict[str, Any], embedder: Any, settings: Settings) -> dict[str, Any]:
     """Runs in the forked child."""
+    commits: list[int] = []
     if request["db"].startswith("postgresql"):
         counter = _install_pg_counter(request.get("kill_at"))
     else:
-        counter = _install_counter(request["db"], request.get("kill_at"))
+        counter = _install_counter(request["db"], request.get("kill_at"), commits)
+    url = request["db"] + request.get("options", "")
     cached = CachedEmbedder(embedder, Path(settings.cache_dir) / "vectors.sqlite")
 
     def open_engine(url: str) -> Engine:
@@ -157,15 +169,15 @@ def _run(request: dict[str, Any], embedder: Any, settings: Settings) -> dict[str
         from toolscout.sync.rebuild import rebuild_index
 
         loads = [CatalogFile(Path(c)).read() for c in request["catalogs"]]
-        db_settings = settings.model_copy(update={"db": request["db"]})
+        db_settings = settings.model_copy(update={"db": url})
         rebuilt = rebuild_index(db_settings, loads, open_engine=open_engine)
-        return {"statements": counter[0], "report": rebuilt.to_dict()}
-    engine = open_engine(request["db"])
+        return {"statements": counter[0], "commits": commits, "report": rebuilt.to_dict()}
+    engine = open_engine(url)
     try:
         report = _engine_op(engine, op, request)
     finally:
         engine.close()
-    return {"statements": counter[0], "report": report}
+    return {"statements": counter[0], "commits": commits, "report": report}
 
 
 def _fork(request: dict[str, Any], embedder: Any, settings: Settings) -> tuple[int, str]:

@@ -22,6 +22,7 @@ TEMPLATE = """\
 # variables, this file, defaults. Every setting: `toolscout config show`.
 
 # db = "{db}"                # SQLite path, or postgresql://user@host/dbname
+# ann_min_tools = 20000      # SQLite: from this many tools an HNSW index answers (0: always)
 # embed_model = "local:minilm-l6-int8"
 # enrich = "offline"         # none | offline | llm
 

@@ -38,9 +38,14 @@ def missing_file(db: str | None) -> str | None:
         ConfigError: the settings are invalid.
     """
     url = normalise_url(settings(db).db)
-    if url.startswith(SQLITE) and not Path(url.removeprefix(SQLITE)).exists():
-        return url.removeprefix(SQLITE)
+    if url.startswith(SQLITE) and not Path(_file(url)).exists():
+        return _file(url)
     return None
+
+
+def _file(url: str) -> str:
+    """The file of a SQLite URL, without its options (``?mode=ro``, ``?ann_min_tools=N``)."""
+    return url.removeprefix(SQLITE).split("?", 1)[0]
 
 
 def open_engine(db: str | None, *, must_exist: bool = False, **overrides: Any) -> Engine:
@@ -54,6 +59,6 @@ def open_engine(db: str | None, *, must_exist: bool = False, **overrides: Any) -
     s = settings(db, **overrides)
     if must_exist:
         url = normalise_url(s.db)
-        if url.startswith(SQLITE) and not Path(url.removeprefix(SQLITE)).exists():
-            raise EmptyIndex(url.removeprefix(SQLITE))
+        if url.startswith(SQLITE) and not Path(_file(url)).exists():
+            raise EmptyIndex(_file(url))
     return Engine.open(s)

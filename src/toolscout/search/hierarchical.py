@@ -3,18 +3,19 @@
 Stage 1 scores active skills against the query (embedded once; the same vectors feed stage 2).
 Stage 2 runs the core hybrid search restricted to tools of the matched skills. Stage 3 loads
 input schemas for the returned tools only, when asked. With no skills, no match, a stage-1
-error, or when the catalog's best tool lies outside the matched skills (the safety net), the
-search falls back to the unfiltered catalog and says so: ``skill_ids_used = None``,
+error, or when one of the catalog's first three tools lies outside the matched skills (the
+safety net), the search falls back to the unfiltered catalog and says so: ``skill_ids_used = None``,
 ``strategy_used = "direct"`` and ``fallback`` gives the reason (BR-001: outside a fallback,
 every tool returned belongs to a matched skill).
 
-Skill score: ``sigmoid(A*sim + B*margin + C)``, where ``sim`` is the best cosine similarity
-between any query row (whole query, then each clause of a multi-request query) and the skill's
-vector - the centroid of its tools, or for a skill without tools the embedding of its own
-description - and ``margin`` is ``sim`` minus the best ``sim`` of the other skills. A, B, C were
-fitted by ``python bench/skills.py calibrate`` (logistic regression on toolbench_stable's even
-queries; label: the skill holds one of the query's gold tools), so a score is roughly the chance
-that the skill holds a tool the request needs, and the default threshold 0.4 means "likely".
+Skill score: a logistic model (``search/skillfit.py``) of how close the request is to the
+skill's vector - the centroid of its tools, or for a skill without tools the embedding of its own
+description; best over the query rows (whole query, then each clause of a multi-request query) -
+and of what the request's nearest tools say: whether one of them belongs to the skill, how close
+it is, and how many of them do. Its constants are fitted for the default embedding model on the
+training requests of ``data/natural`` and kept in ``calibration.json`` with that model's hash
+(``python bench/fit/skill_scores.py --write``); the default threshold 0.4 was set so that the
+matched skills hold the request's tool (docs/BENCHMARKS.md §3).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -39,12 +40,11 @@ from toolscout.models import (
     ToolHit,
 )
 from toolscout.search.hybrid import HybridSearcher
+from toolscout.search.skillfit import SkillFit, packaged_skill_fit
 from toolscout.store.base import IndexState, Store
 
 log = logging.getLogger("toolscout.search")
 
-#: Stage-1 calibration (see the module docstring; refit with bench/skills.py calibrate).
-SKILL_A, SKILL_B, SKILL_C = 5.94, 10.23, -2.69
 #: Out-of-skill tools from the safety net enter with their score times this factor
 #: (chosen with bench/skills.py, see docs/BENCHMARKS.md section 3).
 SAFETY_NET = 0.95
@@ -52,19 +52,46 @@ SAFETY_NET = 0.95
 WARN_EVERY = 60.0
 #: How deep the safety net's unfiltered search goes.
 NET_DEPTH = 50
+#: The net falls back when one of the catalog's first this many skilled tools lies outside the
+#: matched skills: the places an agent reads first are never lost to stage 1 (hit@3 on dev
+#: requests, docs/BENCHMARKS.md §3).
+NET_WATCH = 3
 Vectors = NDArray[np.float32]
 
 
-def skill_scores(sims: NDArray[np.float32]) -> NDArray[np.float64]:
-    """Calibrated 0..1 stage-1 scores for one similarity per skill."""
+Memberships = Mapping[str, Sequence[tuple[str, float]]]
+
+
+def stage1_features(
+    sims: NDArray[np.float32],
+    neighbours: Sequence[tuple[str, float]],
+    memberships: Memberships,
+    position: Mapping[str, int],
+) -> NDArray[np.float64]:
+    """One row of ``skillfit.STAGE1_FEATURES`` per skill: ``sims`` (the request's best cosine
+    to each skill's vector), ``neighbours`` (the request's nearest tools and cosines, best
+    first), ``memberships`` (tool id -> (skill id, confidence)), ``position`` (skill id -> row)."""
     s = sims.astype(np.float64)
-    if len(s) < 2:
+    n = len(s)
+    if n < 2:
         margin = s.copy()
     else:
         first, second = np.sort(s)[-1], np.sort(s)[-2]
         margin = s - np.where(s >= first, second, first)
-    z = SKILL_A * s + SKILL_B * margin + SKILL_C
-    return 1.0 / (1.0 + np.exp(-np.clip(z, -50.0, 50.0)))
+    floor = neighbours[-1][1] if neighbours else 0.0
+    top = neighbours[0][1] if neighbours else 0.0
+    near = np.full(n, floor, dtype=np.float64)
+    votes = np.zeros(n, dtype=np.float64)
+    for rank, (tool_id, cosine) in enumerate(neighbours, 1):
+        for skill_id, confidence in memberships.get(tool_id, ()):
+            row = position.get(skill_id)
+            if row is not None:
+                near[row] = max(near[row], cosine)
+                votes[row] += confidence / rank
+    # The skill's own vector counts as one of its tools: a skill whose tools are all far (or
+    # that has none yet) still stands out when its description fits the request.
+    near = np.maximum(near, s)
+    return np.stack([s, margin, near, near - top, votes], axis=1)
 
 
 @dataclass(frozen=True)
@@ -75,15 +102,28 @@ class SkillIndex:
     counts: dict[str, int]
     matrix: Vectors
 
+    @property
+    def position(self) -> dict[str, int]:
+        return {s.id: i for i, s in enumerate(self.skills)}
+
 
 class HierarchicalSearcher:
     """Runs the contract's strategies over a store and the core hybrid searcher."""
 
     def __init__(
-        self, store: Store, searcher: HybridSearcher, *, safety_net: float = SAFETY_NET
+        self,
+        store: Store,
+        searcher: HybridSearcher,
+        *,
+        safety_net: float = SAFETY_NET,
+        fit: SkillFit | None = None,
     ) -> None:
         self.store = store
         self.searcher = searcher
+        #: Stage 1's fitted constants (the packaged ones unless given).
+        self.fit = fit if fit is not None else packaged_skill_fit()
+        #: ``"fitted"``, or why skill scores are approximate (warned once at start).
+        self.fit_status = self.fit.check(searcher.embedder)
         #: Score factor for the safety net's out-of-skill tools (0 turns the net off).
         self.safety_net = safety_net
         self._index: tuple[Hashable | None, SkillIndex] | None = None
@@ -129,14 +169,35 @@ class HierarchicalSearcher:
         self._index = (version, index)
         return index
 
+    def stage1_features(
+        self, vectors: Vectors, state: IndexState
+    ) -> tuple[SkillIndex, NDArray[np.float64]]:
+        """The active skills and one row of stage-1 features per skill for ``vectors``, at
+        index ``state``."""
+        index = self.skill_index(state.version)
+        if not index.skills:
+            return index, np.zeros((0, len(self.fit.stage1.features)))
+        sims = (vectors @ index.matrix.T).max(axis=0)
+        best: dict[str, float] = {}
+        for row in self.store.nearest_many(vectors, limit=self.fit.near_depth):
+            for hit in row:
+                best[hit.id] = max(best.get(hit.id, -1.0), hit.score)
+        neighbours = sorted(best.items(), key=lambda p: (-p[1], p[0]))[: self.fit.near_depth]
+        assigned = self.store.skills.assignments([tool_id for tool_id, _ in neighbours])
+        memberships = {
+            tool_id: [(a.skill_id, a.confidence) for a in rows]
+            for tool_id, rows in assigned.items()
+        }
+        return index, stage1_features(sims, neighbours, memberships, index.position)
+
     def match_skills(
         self, vectors: Vectors, state: IndexState, *, limit: int, threshold: float
     ) -> list[SkillMatch]:
         """Active skills scoring at least ``threshold``, best first (ties by id)."""
-        index = self.skill_index(state.version)
+        index, features = self.stage1_features(vectors, state)
         if not index.skills:
             return []
-        scores = skill_scores((vectors @ index.matrix.T).max(axis=0))
+        scores = self.fit.stage1(features)
         ranked = sorted(
             ((float(scores[i]), s) for i, s in enumerate(index.skills)),
             key=lambda p: (-p[0], p[1].id),
@@ -297,7 +358,7 @@ class HierarchicalSearcher:
             ranked, netted = self._with_safety_net(req, vectors, state, used)
             cand = self._count(_filters(req, used), state)
             if netted:
-                used, fallback = None, "safety net: the best tool is outside the matched skills"
+                used, fallback = None, "safety net: a first tool is outside the matched skills"
         else:
             ranked, cand = self.search_tools(
                 req, vectors, state, skill_ids=used, limit=req.limit, threshold=req.tool_threshold
@@ -310,8 +371,9 @@ class HierarchicalSearcher:
     ) -> tuple[list[Ranked], bool]:
         """Stage 2 with a safety net, so a tool the classifier misfiled is not lost, and whether
         the net had to be used. The answer holds the matched skills' tools in their catalog-wide
-        order; but when the catalog's best skilled tool belongs to another active skill (the
-        request's tool was filed elsewhere), the answer is the catalog-wide ranking with the
+        order; but when one of the catalog's first ``NET_WATCH`` skilled tools belongs to another
+        active skill and ranks above one of the matched skills' tools (the request's tool may
+        have been filed elsewhere), the answer is the catalog-wide ranking with the
         out-of-skill tools scaled by ``safety_net``: a fallback (BR-001: outside a fallback,
         every tool returned belongs to a matched skill). Tools with no active skill stay out
         (only ``direct`` finds them)."""
@@ -323,22 +385,27 @@ class HierarchicalSearcher:
         assigned = self.store.skills.assignments([r.id for r in net])
         inside: dict[str, Ranked] = {}
         outside: dict[str, Ranked] = {}
-        first_outside = False
+        watched: list[bool] = []  # the first skilled tools: inside the matched skills or not
         for r in net:
             skills = {a.skill_id for a in assigned.get(r.id, [])} & active
             if not skills:
                 continue
+            if len(watched) < NET_WATCH:
+                watched.append(bool(skills.intersection(used)))
             if skills.intersection(used):
                 inside[r.id] = r
             else:
-                first_outside = first_outside or not inside
                 outside[r.id] = replace(r, score=r.score * self.safety_net)
-        scored = {**inside, **outside} if first_outside else inside
+        # An outside tool matters when it would push a matched skill's tool down the first
+        # places; after the last of them (a small skill, not topped up) it changes nothing.
+        first_out = watched.index(False) if False in watched else NET_WATCH
+        netted = first_out < NET_WATCH and len(inside) > watched[:first_out].count(True)
+        scored = {**inside, **outside} if netted else inside
         kept = (r for r in scored.values() if r.score >= req.tool_threshold)
         # Equal scores keep the searcher's order (which already broke its ties by id): calibrated
         # scores never rise down a ranking, so ties are common and the order is the ranking's.
         rank = {r.id: i for i, r in enumerate(net)}
-        return sorted(kept, key=lambda r: (-r.score, rank[r.id]))[: req.limit], first_outside
+        return sorted(kept, key=lambda r: (-r.score, rank[r.id]))[: req.limit], netted
 
     def _hybrid(self, req: SearchRequest, vectors: Vectors, state: IndexState) -> _Stages:
         # Both strategies, one after the other (their legs already overlap where the store

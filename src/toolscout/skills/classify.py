@@ -8,12 +8,12 @@ and turns the similarities into confidences with a logistic model of two feature
 * ``margin`` - ``sim`` minus the best similarity among the *other* skills (positive only for
   the top skill; how clearly it wins).
 
-``confidence = sigmoid(A*sim + B*margin + C)``. A, B and C were fitted by
-``python bench/skills.py calibrate`` (logistic regression, Newton's method) on RapidAPI tools
-from ``toolbench_stable`` whose category maps one-to-one onto a starter skill (Weather ->
-``weather``, Email -> ``email``, ...): the label is "the skill is the tool's category". So a
-confidence of 0.7 means that about 70 % of tools given that confidence on the fitting sample
-really belonged to the skill; docs/BENCHMARKS.md §3 shows the reliability table.
+``confidence = sigmoid(A*sim + B*margin + C)``, with A, B, C fitted for the default embedding
+model and kept in the ``skills`` section of ``search/calibration.json`` (``search/skillfit.py``:
+the model's hash, the data, the date; refit with ``python bench/fit/skill_scores.py --write``).
+The fit reads the training tools of ``data/natural`` and labels each (tool, skill) pair with
+the share of the tool's training requests that are closest to that skill's profile: a tool
+belongs where the requests it serves point.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from numpy.typing import NDArray
 from toolscout.embed.base import Embedder
 from toolscout.errors import ToolscoutError
 from toolscout.models import ClassifyProgress, ClassifyReport, SkillAssignment, Tool
+from toolscout.search.skillfit import Logistic, SkillFit, packaged_skill_fit
 from toolscout.skills.centroid import recompute_centroids, refresh_profiles
 from toolscout.store.base import Classified, SkillStore, Store
 
@@ -37,12 +38,10 @@ log = logging.getLogger("toolscout.skills")
 
 Vector = NDArray[np.float32]
 
-#: Logistic calibration (see the module docstring; refit with bench/skills.py calibrate).
-CAL_A, CAL_B, CAL_C = 4.30, 13.75, -2.69
 #: A tool keeps at most this many skills ...
 MAX_SKILLS = 3
-#: ... each at least this confident (the most confident one is always kept).
-KEEP_FLOOR = 0.15
+#: ... each at least as confident as the fit's ``keep_floor`` (``search/skillfit.py``, chosen
+#: with the skill scores); the most confident one is always kept.
 #: The primary skill must reach this confidence; otherwise the tool is ``uncategorized``.
 PRIMARY_FLOOR = 0.5
 CHUNK = 256
@@ -83,8 +82,9 @@ class Classifier(Protocol):
         ...
 
 
-def calibrated(sims: NDArray[np.float32]) -> NDArray[np.float64]:
-    """Confidences for a row of similarities (one per skill)."""
+def calibrated(sims: NDArray[np.float32], model: Logistic | None = None) -> NDArray[np.float64]:
+    """Confidences for a row of similarities (one per skill), by ``model`` (default: the
+    packaged classifier fit)."""
     s = sims.astype(np.float64)
     if len(s) == 0:
         return s
@@ -94,8 +94,8 @@ def calibrated(sims: NDArray[np.float32]) -> NDArray[np.float64]:
         best_other[order[0]] = s[order[1]]
     else:
         best_other[order[0]] = 0.0
-    z = CAL_A * s + CAL_B * (s - best_other) + CAL_C
-    return 1.0 / (1.0 + np.exp(-np.clip(z, -50, 50)))
+    fitted = model if model is not None else packaged_skill_fit().classifier
+    return fitted(np.stack([s, s - best_other], axis=1))
 
 
 class OfflineClassifier:
@@ -103,9 +103,11 @@ class OfflineClassifier:
 
     name = "offline"
 
-    def __init__(self, skills: SkillStore, embedder: Embedder) -> None:
+    def __init__(self, skills: SkillStore, embedder: Embedder, fit: SkillFit | None = None) -> None:
         self.skills = skills
         self.embedder = embedder
+        #: The fitted confidence map (the packaged one unless given).
+        self.fit = fit if fit is not None else packaged_skill_fit()
         self._ids: list[str] = []
         self._matrix: Vector = np.zeros((0, embedder.dim), dtype=np.float32)
 
@@ -125,16 +127,21 @@ class OfflineClassifier:
             raise ToolscoutError(f"tool {tool.id!r} has no vector in the index; re-index it")
         if not self._ids:
             return Verdict((), self.name)
-        conf = calibrated(self._matrix @ vector)
+        conf = calibrated(self._matrix @ vector, self.fit.classifier)
         order = np.argsort(-conf, kind="stable")[:MAX_SKILLS]
         return Verdict(tuple((self._ids[i], float(conf[i])) for i in order), self.name)
 
 
-def to_assignments(tool_id: str, verdict: Verdict) -> tuple[SkillAssignment, ...]:
-    """1-3 skills: the most confident always, others above KEEP_FLOOR; the first is primary
-    when it reaches PRIMARY_FLOOR (otherwise the tool is uncategorized: no primary)."""
+def to_assignments(
+    tool_id: str, verdict: Verdict, keep_floor: float | None = None
+) -> tuple[SkillAssignment, ...]:
+    """1-3 skills: the most confident always, others at least ``keep_floor`` (default: the
+    packaged fit's); the first is primary when it reaches PRIMARY_FLOOR (otherwise the tool is
+    uncategorized: no primary)."""
+    if keep_floor is None:
+        keep_floor = packaged_skill_fit().keep_floor
     ranked = sorted(verdict.confidences, key=lambda p: (-p[1], p[0]))[:MAX_SKILLS]
-    kept = [p for i, p in enumerate(ranked) if i == 0 or p[1] >= KEEP_FLOOR]
+    kept = [p for i, p in enumerate(ranked) if i == 0 or p[1] >= keep_floor]
     return tuple(
         SkillAssignment(
             tool_id, sid, round(min(1.0, max(0.0, c)), 6), i == 0 and c >= PRIMARY_FLOOR
@@ -174,6 +181,7 @@ def run_batch(
     concurrency: int = 4,
     progress: Callable[[ClassifyProgress], None] | None = None,
     on_proposal: Callable[[str, ProposedSkill], object] | None = None,
+    keep_floor: float | None = None,
 ) -> ClassifyReport:
     """Classify ``tool_ids`` with ``concurrency`` worker threads; write assignments per chunk
     (one transaction each) and recompute the centroids of skills whose membership changed.
@@ -205,7 +213,7 @@ def run_batch(
                     store.skills.mark_classify_failed(tool.id, tool.content_hash, str(outcome))
                     failed.append(tool.id)
                 else:
-                    assigned = to_assignments(tool.id, outcome)
+                    assigned = to_assignments(tool.id, outcome, keep_floor)
                     batch.append(
                         Classified(tool.id, tool.content_hash, outcome.classifier, assigned)
                     )

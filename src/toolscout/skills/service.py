@@ -89,6 +89,7 @@ class SkillService:
             concurrency=concurrency or self.concurrency,
             progress=progress,
             on_proposal=lambda tool_id, p: self.suggestions.propose(tool_id, p),
+            keep_floor=self.offline.fit.keep_floor,
         )
 
     def skills_of(self, tool_ids: Sequence[str]) -> set[str]:

@@ -22,7 +22,7 @@ import sqlite_vec
 
 from toolscout.errors import StoreError
 from toolscout.store.sql.dialect import SQLITE
-from toolscout.store.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
+from toolscout.store.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION, statements
 
 
 class SQLiteDatabase:
@@ -141,7 +141,7 @@ class SQLiteDatabase:
                 )
             for version, sql in MIGRATIONS:
                 if version > current:
-                    for statement in (s for s in sql.split(";") if s.strip()):
+                    for statement in statements(sql):
                         conn.execute(statement)
             conn.execute(
                 "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)",

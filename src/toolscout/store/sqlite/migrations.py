@@ -1,6 +1,11 @@
-"""Versioned SQLite schema. Append a migration; never edit one that has shipped."""
+"""Versioned SQLite schema. Append a migration; never edit one that has shipped.
+
+Statements are separated by a semicolon at the end of a line, so a trigger's body (its inner
+statements end mid-line, before ``END``) stays one statement."""
 
 from __future__ import annotations
+
+import re
 
 MIGRATIONS: list[tuple[int, str]] = [
     (
@@ -107,6 +112,35 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE INDEX feedback_tool ON feedback(tool_id);
         """,
     ),
+    (
+        4,
+        # The change log the embedded ANN vector leg follows (store/sqlite/ann/): every commit
+        # that changes a tool row or its skills appends the row's rowid here, in the same
+        # transaction, so the leg's shard can be brought up to any committed state.
+        """
+        CREATE TABLE tools_changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, row INTEGER NOT NULL);
+        CREATE TRIGGER tools_changed_insert AFTER INSERT ON tools
+            BEGIN INSERT INTO tools_changes(row) VALUES (new.rowid); END;
+        CREATE TRIGGER tools_changed_update AFTER UPDATE ON tools
+            BEGIN INSERT INTO tools_changes(row) VALUES (new.rowid); END;
+        CREATE TRIGGER tools_changed_delete AFTER DELETE ON tools
+            BEGIN INSERT INTO tools_changes(row) VALUES (old.rowid); END;
+        CREATE TRIGGER tool_skills_added AFTER INSERT ON tool_skills
+            BEGIN INSERT INTO tools_changes(row)
+            SELECT rowid FROM tools WHERE id = new.tool_id; END;
+        CREATE TRIGGER tool_skills_removed AFTER DELETE ON tool_skills
+            BEGIN INSERT INTO tools_changes(row)
+            SELECT rowid FROM tools WHERE id = old.tool_id; END;
+        INSERT OR REPLACE INTO meta(key, value)
+            VALUES('vectors_epoch', lower(hex(randomblob(16))));
+        """,
+    ),
 ]
+
+
+def statements(sql: str) -> list[str]:
+    """The statements of one migration (split at semicolons that end a line)."""
+    return [s for s in re.split(r";[ \t]*\n", sql + "\n") if s.strip()]
+
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import shutil
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -72,6 +73,7 @@ def staging_path(database: SQLiteDatabase) -> str:
     staging = Path(f"{database.path}.rebuild")
     for leftover in (staging, *(Path(f"{staging}{x}") for x in _SIDECARS)):
         leftover.unlink(missing_ok=True)
+    shutil.rmtree(f"{staging}.vectors", ignore_errors=True)  # a shard of a killed rebuild
     return str(staging)
 
 
@@ -100,3 +102,4 @@ def replace_from(database: SQLiteDatabase, staging: str) -> None:
         source.close()
     for done in (Path(staging), *(Path(f"{staging}{x}") for x in _SIDECARS)):
         done.unlink(missing_ok=True)
+    shutil.rmtree(f"{staging}.vectors", ignore_errors=True)

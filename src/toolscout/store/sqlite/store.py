@@ -1,14 +1,21 @@
 """SQLiteStore: the embedded :class:`~toolscout.store.base.Store`, composed of its database,
 the shared SQL tables (:class:`~toolscout.store.sql.SQLStore`), the FTS5 lexical leg and the
-vector mirror."""
+vector leg (the exact mirror, and a Qdrant Edge shard above ``ann_min_tools`` tools).
+
+URL options (``sqlite:///PATH?mode=ro&ann_min_tools=50000``): ``mode=ro`` opens the index
+read-only; ``ann_min_tools`` is the size from which the HNSW shard answers (0: always; see
+:mod:`toolscout.store.sqlite.ann.leg`); ``ann_ef`` the shard's search breadth.
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Hashable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl
 
 import numpy as np
 from numpy.typing import NDArray
@@ -17,6 +24,8 @@ from toolscout.errors import ConfigError, StoreError
 from toolscout.models import Filters, Scored
 from toolscout.store.base import LEXICAL_FIELDS, IndexEntry, IndexIdentity, IndexState
 from toolscout.store.sql import SQLStore
+from toolscout.store.sqlite.ann.leg import DEFAULT_MIN_TOOLS, AnnVectorLeg
+from toolscout.store.sqlite.ann.shard import GraphParams
 from toolscout.store.sqlite.database import SQLiteDatabase
 from toolscout.store.sqlite.lexical import FTS5Lexical
 from toolscout.store.sqlite.runs import RunLock, replace_from, staging_path
@@ -30,6 +39,29 @@ def _dumps(value: Any) -> str | None:
 
 #: Appended to a path (``index.db?mode=ro``), opens the index read-only.
 READ_ONLY_SUFFIX = "?mode=ro"
+_OPTIONS = ("mode", "ann_min_tools", "ann_ef")
+#: Change-log entries kept; a shard further behind is rebuilt from the rows.
+LOG_KEEP = 500_000
+
+
+def _options(url: str, path: str) -> tuple[str, dict[str, str]]:
+    """The path and its options. Raises: ConfigError naming an unknown or bad option."""
+    if "?" not in path:
+        return path, {}
+    path, query = path.split("?", 1)
+    options = dict(parse_qsl(query, keep_blank_values=True))
+    unknown = sorted(set(options) - set(_OPTIONS))
+    if unknown:
+        raise ConfigError(
+            f"db: unknown option(s) {', '.join(unknown)} in {url!r}; the SQLite store takes "
+            f"{', '.join(_OPTIONS)}"
+        )
+    if options.get("mode", "ro") != "ro":
+        raise ConfigError(f"db: mode={options['mode']!r} in {url!r}; the only mode is ro")
+    for key in ("ann_min_tools", "ann_ef"):
+        if key in options and not options[key].isdigit():
+            raise ConfigError(f"db: {key}={options[key]!r} in {url!r} must be a whole number")
+    return path, options
 
 
 class SQLiteStore(SQLStore):
@@ -43,15 +75,23 @@ class SQLiteStore(SQLStore):
         """``PATH?mode=ro`` opens the index read-only. Raises: StoreError."""
         self.url = url
         path = url.split("sqlite:///", 1)[1] if url.startswith("sqlite:///") else url
-        self.read_only = path.endswith(READ_ONLY_SUFFIX)
-        if self.read_only:
-            path = path[: -len(READ_ONLY_SUFFIX)]
+        path, options = _options(url, path)
+        self.read_only = options.get("mode") == "ro"
         self.path = Path(path)
         self.database = SQLiteDatabase(self.path, read_only=self.read_only)
         self._runs = RunLock(self.database)
         super().__init__(self.database)
         self.lexical_leg = FTS5Lexical(self.database)
         self.vector_leg = VectorMirror(self.database)
+        graph = GraphParams()
+        if "ann_ef" in options:
+            graph = replace(graph, ef=int(options["ann_ef"]))
+        self.ann = AnnVectorLeg(
+            self.database,
+            self.vector_leg,
+            min_tools=int(options.get("ann_min_tools", DEFAULT_MIN_TOOLS)),
+            graph=graph,
+        )
         ident = self.identity()
         self.vector_leg.dim = ident.dim if ident else None
 
@@ -92,6 +132,7 @@ class SQLiteStore(SQLStore):
     def replace_with(self, staging: str) -> None:
         """Raises: StoreError."""
         replace_from(self.database, staging)
+        self.ann.reset()
         ident = self.identity()
         self.vector_leg.dim = ident.dim if ident else None
 
@@ -108,7 +149,12 @@ class SQLiteStore(SQLStore):
             conn.execute("DELETE FROM tools_fts")
             conn.execute("DROP TABLE IF EXISTS tools_vec")
             conn.execute("DELETE FROM meta WHERE key='identity'")
+            conn.execute("DELETE FROM tools_changes")
+            conn.execute(
+                "UPDATE meta SET value=lower(hex(randomblob(16))) WHERE key='vectors_epoch'"
+            )
         self.vector_leg.dim = None
+        self.ann.reset()
 
     @contextmanager
     def bulk(self) -> Iterator[None]:
@@ -125,6 +171,8 @@ class SQLiteStore(SQLStore):
         with self.database.transaction() as conn:
             for entry in entries:
                 self._write_one(conn, entry, self.vector_leg.dim)
+            _prune_log(conn)
+        self.ann.written()
 
     def _write_one(self, conn: Any, entry: IndexEntry, dim: int) -> None:
         tool = entry.tool
@@ -185,6 +233,8 @@ class SQLiteStore(SQLStore):
                     continue
                 self._delete_rowid(conn, row[0])
                 removed += 1
+            _prune_log(conn)
+        self.ann.written()
         return removed
 
     def _delete_rowid(self, conn: Any, rowid: int) -> None:
@@ -223,13 +273,13 @@ class SQLiteStore(SQLStore):
     ) -> list[Scored]:
         """Raises: StoreError."""
         rows = np.asarray(vector)[None, :]
-        return self.vector_leg.nearest_many(rows, limit=limit, filters=filters)[0]
+        return self.ann.nearest_many(rows, limit=limit, filters=filters)[0]
 
     def nearest_many(
         self, vectors: NDArray[np.float32], *, limit: int, filters: Filters | None = None
     ) -> list[list[Scored]]:
         """Raises: StoreError."""
-        return self.vector_leg.nearest_many(vectors, limit=limit, filters=filters)
+        return self.ann.nearest_many(vectors, limit=limit, filters=filters)
 
     def vectors(self, ids: Sequence[str]) -> dict[str, NDArray[np.float32]]:
         """Raises: StoreError."""
@@ -240,4 +290,13 @@ class SQLiteStore(SQLStore):
         return self.database.version()
 
     def close(self) -> None:
+        self.ann.close()
         self.database.close()
+
+
+def _prune_log(conn: Any) -> None:
+    """Keep the change log bounded (a shard behind the kept part is rebuilt)."""
+    conn.execute(
+        "DELETE FROM tools_changes WHERE seq <= (SELECT max(seq) FROM tools_changes) - ?",
+        (LOG_KEEP,),
+    )

@@ -47,6 +47,14 @@ class VectorMirror:
         self._matrix = matrix.reshape(len(rows), dim) if rows else np.zeros((0, dim), np.float32)
         self._key = key
 
+    def drop(self) -> None:
+        """Free the mirror (another leg answers); the next exact search reloads it."""
+        with self.db.lock:
+            self._key = None
+            self._ids = []
+            self._rowids = np.zeros(0, dtype=np.int64)
+            self._matrix = np.zeros((0, 0), dtype=np.float32)
+
     def nearest_many(
         self, vectors: NDArray[np.float32], *, limit: int, filters: Filters | None = None
     ) -> list[list[Scored]]:

@@ -1,0 +1,221 @@
+"""Recall of the embedded HNSW vector leg (Qdrant Edge) against exact search, per shared set and
+on a scale catalog.
+
+    PYTHONPATH=src python bench/ann_recall.py sets [--sets NAME ...] [--ef 64 128 200]
+    PYTHONPATH=src python bench/ann_recall.py scale --size 100000 [--queries 600] [--ef ...]
+
+``sets``: each shared set's tools are indexed as the product indexes them (offline enrichment,
+the default model, vectors from the cache) in a store whose HNSW leg answers from the first
+tool. Two shard configurations are measured on the same index: the product's (below ~6,600
+tools per segment Qdrant scans exactly, so small sets are answered exactly) and a forced one
+(every segment gets a graph and every search, filtered or not, walks it), which is what recall
+at scale depends on. livemcpbench has no queries of its own: the project's paraphrases of its
+tasks (tests/data/livemcp_paraphrase) stand in. ``scale``: the bench/catalogs.py catalog of
+``--size`` tools as bench/latency.py builds it (real tools embedded, variants with perturbed
+vectors of their base), the product's configuration, queries from the three sets'
+``queries.jsonl``.
+
+Each query runs twice on the same vectors: unfiltered, and restricted to the primary skill of
+the exact top hit (a hierarchical search's filter). recall@10: the share of the exact top 10
+(of a 100-candidate search, the hybrid search's depth) that the HNSW leg's top 10 holds;
+recall@100 likewise over all 100. ``--quality`` adds the default search's nDCG@10 and hit@3
+over every query of the set, with the exact leg and with the forced-graph HNSW leg on the same
+index. No timing: these figures do not depend on load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from shared_data import SHARED_BENCH
+from toolscout.config import Settings
+from toolscout.engine import Engine
+from toolscout.eval.run import load_queries
+from toolscout.ingest.jsonfile import CatalogFile
+from toolscout.models import Filters, Scored
+from toolscout.store.sqlite import SQLiteStore
+from toolscout.store.sqlite.ann import GraphParams
+
+CACHE = str(Path.home() / ".cache" / "toolscout")
+PARAPHRASES = Path(__file__).resolve().parents[1] / "tests/data/livemcp_paraphrase/queries.jsonl"
+SETS = ("livemcpbench", "toolbench_stable", "seal_tools", "tooleyes_dev")
+DEPTH = 100
+FORCED = {"full_scan_kb": 1, "indexing_kb": 1}
+
+
+def _open(tmp: str) -> Engine:
+    return Engine.open(
+        Settings(
+            db=f"sqlite:///{tmp}/r.db?ann_min_tools=0",
+            cache_dir=CACHE,
+            query_cache_size=0,
+            result_cache_size=0,
+        )
+    )
+
+
+def _queries(names: list[str], limit: int | None) -> list[str]:
+    texts: list[str] = []
+    for name in names:
+        path = SHARED_BENCH / name / "queries.jsonl"
+        if not path.is_file():  # livemcpbench ships tools only: the project's paraphrases
+            path = PARAPHRASES
+        texts += [q.text[:1000] for q in load_queries(path)]
+    if limit is not None and len(texts) > limit:
+        texts = random.Random(0).sample(texts, limit)
+    return texts
+
+
+def _skill_filters(store: SQLiteStore, exact: list[list[Scored]]) -> list[Filters | None]:
+    out: list[Filters | None] = []
+    for run in exact:
+        rows = store.database.query(
+            "SELECT skill_id FROM tool_skills WHERE tool_id=? ORDER BY is_primary DESC, "
+            "confidence DESC LIMIT 1",
+            (run[0].id,) if run else ("",),
+        )
+        out.append(Filters(skill_ids=[rows[0][0]]) if rows else None)
+    return out
+
+
+def _recall(approx: list[Scored], exact: list[Scored], k: int) -> float | None:
+    want = {h.id for h in exact[:k]}
+    if not want:
+        return None
+    return len(want & {h.id for h in approx[:k]}) / len(want)
+
+
+def _measure(store: SQLiteStore, vectors: NDArray[np.float32], efs: list[int]) -> dict[str, Any]:
+    """recall@10 and @100 per ef, unfiltered and skill-filtered, on the shard as built."""
+    index = store.ann.current()
+    assert index is not None, "the HNSW leg is not answering"
+    points, indexed = index.counts()
+    exact = store.vector_leg.nearest_many(vectors, limit=DEPTH)
+    filters = _skill_filters(store, exact)
+    exact_f = [
+        store.vector_leg.nearest_many(v[None, :], limit=DEPTH, filters=f)[0]
+        for v, f in zip(vectors, filters, strict=True)
+    ]
+    row: dict[str, Any] = {"points": points, "in_graph": indexed}
+    for ef in efs:
+        index.graph = replace(index.graph, ef=ef)
+        approx = index.nearest_many(vectors, limit=DEPTH, filters=None)
+        approx_f = [
+            index.nearest_many(v[None, :], limit=DEPTH, filters=f)[0]
+            for v, f in zip(vectors, filters, strict=True)
+        ]
+        cell: dict[str, float] = {}
+        for label, got, want in (("", approx, exact), ("skill_", approx_f, exact_f)):
+            for k in (10, 100):
+                values = [_recall(a, e, k) for a, e in zip(got, want, strict=True)]
+                kept = [v for v in values if v is not None]
+                cell[f"{label}recall@{k}"] = round(float(np.mean(kept)), 4)
+                if k == 10:
+                    cell[f"{label}min@10"] = round(float(np.min(kept)), 2)
+        row[f"ef={ef}"] = cell
+    return row
+
+
+def _size_mb(folder: Path) -> float:
+    """Space allocated on disk (the shard's preallocated files are sparse)."""
+    return round(sum(p.stat().st_blocks * 512 for p in folder.rglob("*") if p.is_file()) / 2**20, 1)
+
+
+def _quality(engine: Engine, name: str) -> dict[str, dict[str, float]]:
+    """The default search (hybrid, the engine's own embedding path) with the exact leg and with
+    the forced-graph HNSW leg, on the same index: nDCG@10 and hit@3 over every query."""
+    from toolscout.eval.run import evaluate
+
+    folder = SHARED_BENCH / name
+    if not (folder / "queries.jsonl").is_file():
+        folder = PARAPHRASES.parent
+    out: dict[str, dict[str, float]] = {}
+    for leg in ("exact", "ann"):
+        engine.store.ann.enabled = leg == "ann"  # type: ignore[attr-defined]
+        report = evaluate(engine, folder)
+        out[leg] = {k: round(100 * report.overall[k], 2) for k in ("ndcg@10", "hit@3")}
+    engine.store.ann.enabled = True  # type: ignore[attr-defined]
+    return out
+
+
+def sets_bench(
+    names: list[str], efs: list[int], limit: int | None, quality: bool
+) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    for name in names:
+        with tempfile.TemporaryDirectory() as tmp:
+            engine = _open(tmp)
+            engine.index([CatalogFile(SHARED_BENCH / name / "tools.jsonl", source=name).read()])
+            store = engine.store
+            assert isinstance(store, SQLiteStore)
+            vectors = engine.embedder.embed_query(_queries([name], limit))
+            row: dict[str, Any] = {"queries": len(vectors)}
+            row["product"] = _measure(store, vectors, efs)
+            store.ann.graph = replace(store.ann.graph, **FORCED)
+            store.ann.rebuild()
+            row["forced_graph"] = _measure(store, vectors, efs)
+            if quality:
+                row["quality"] = _quality(engine, name)
+            engine.close()
+        results[name] = row
+        print(json.dumps({name: row}), flush=True)
+    return results
+
+
+def scale_bench(size: int, efs: list[int], limit: int) -> dict[str, Any]:
+    from latency import build_index
+
+    with tempfile.TemporaryDirectory() as tmp:
+        engine = _open(tmp)
+        store = engine.store
+        assert isinstance(store, SQLiteStore)
+        store.ann.min_tools = 10**9  # the exact leg while the catalog is written
+        build_index(engine, size)
+        store.ann.min_tools = 0
+        store.ann.reset()
+        store.ann.current()
+        assert store.ann.wait_built(timeout=None)
+        vectors = engine.embedder.embed_query(_queries(list(SETS[:3]), limit))
+        row = {"tools": store.count(), "queries": len(vectors)}
+        row.update(_measure(store, vectors, efs))
+        row["shard_mb"] = _size_mb(store.ann.folder)
+        engine.close()
+    print(json.dumps({size: row}), flush=True)
+    return row
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("sets")
+    s.add_argument("--sets", nargs="+", default=list(SETS))
+    s.add_argument("--ef", nargs="+", type=int, default=[GraphParams().ef])
+    s.add_argument("--queries", type=int, default=None, help="at most this many per set")
+    s.add_argument(
+        "--quality", action="store_true", help="also nDCG@10 / hit@3 with each leg (same index)"
+    )
+    c = sub.add_parser("scale")
+    c.add_argument("--size", type=int, default=100_000)
+    c.add_argument("--ef", nargs="+", type=int, default=[GraphParams().ef])
+    c.add_argument("--queries", type=int, default=600)
+    args = parser.parse_args()
+    if args.cmd == "sets":
+        sets_bench(args.sets, args.ef, args.queries, args.quality)
+    else:
+        scale_bench(args.size, args.ef, args.queries)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

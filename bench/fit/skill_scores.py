@@ -1,0 +1,292 @@
+"""Refit the skill constants: the ``skills`` section of src/toolscout/search/calibration.json.
+
+    python bench/fit/skill_scores.py [--write] [--max-train 600] [--max-dev 300]
+
+``python bench/fit/calibrate.py --write`` runs this too, so one command refits the whole file.
+
+1. Catalogs: per training source of data/natural (metatool, gorilla_apibench, bfcl) an index of
+   its **training** tools only, skills seeded and classified as ``toolscout index`` does.
+2. Classifier (``skills/classify.py``): one row per (tool, skill): the cosine of the tool to the
+   skill's profile and its margin over the other skills; soft label: the share of the tool's
+   training requests whose closest skill profile is that skill (a tool belongs where the
+   requests it serves point; data/natural has no skill labels).
+3. Stage 1 (``search/hierarchical.py``): the training tools re-classified with that fit; each
+   training request gives one row per skill (the features as served,
+   ``HierarchicalSearcher.stage1_features``), label: the skill holds one of its gold tools.
+   Logistic fits with the positive rows weighted 1, 3, 10 and 30, for each ``keep_floor`` (the
+   confidence a tool's second and third skills need) of 0.15, 0.1 and 0.05.
+4. Choice, on **dev** requests only: the floor and weight that route the most dev requests (a
+   skill of a gold tool among the matched skills at the default ``skill_threshold`` 0.4 and
+   ``skill_limit`` 3; mean over the dev sets, to 0.1 point; ties: the higher floor, then fewer
+   skills matched). Dev sets: each source's dev requests
+   over its whole catalog, the paraphrase set's odd ids over LiveMCPBench, the single-intent
+   set's odd ids over the built-in catalog.
+5. Report per dev set, for the choice: routing share, skills matched, how often
+   ``hierarchical`` fell back, and hierarchical against direct hit@3 (limit 10). ``tooleyes_dev``
+   (--unseen) is reported only; nothing is chosen on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from natural import ROOT, SHARED, datasets, db_folder, load_requests, open_index
+from toolscout.embed.base import DEFAULT_MODEL
+from toolscout.engine import Engine
+from toolscout.eval.metrics import mean, score_query
+from toolscout.models import SearchRequest
+from toolscout.search.calibration import CALIBRATION_FILE, embedder_identity, fit_logistic
+from toolscout.search.skillfit import (
+    CLASSIFIER_FEATURES,
+    STAGE1_FEATURES,
+    Logistic,
+    SkillFit,
+    load_skill_fit,
+)
+
+TRAIN_SOURCES = ("metatool", "gorilla_apibench", "bfcl")
+WEIGHTS = (1.0, 3.0, 10.0, 30.0)
+FLOORS = (0.15, 0.1, 0.05)
+THRESHOLD, LIMIT = 0.4, 3
+TARGET = ROOT / "src" / "toolscout" / "search" / CALIBRATION_FILE
+Pairs = list[tuple[str, tuple[str, ...]]]
+
+
+@dataclass
+class Routed:
+    """One request's stage-1 features (a row per skill) and which skills hold a gold tool."""
+
+    features: np.ndarray
+    gold: np.ndarray
+
+
+def _stride(items: list[Any], limit: int) -> list[Any]:
+    return items[:: max(1, -(-len(items) // limit))] if limit else items
+
+
+def train_pairs(source: str, limit: int) -> Pairs:
+    path = ROOT / "data" / "natural" / source / "queries.jsonl"
+    rows = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+    pairs = [(r["query"][:1000], tuple(r["gold"])) for r in rows if r.get("split") == "train"]
+    return _stride(pairs, limit)
+
+
+def train_catalog(source: str, out: Path) -> Path:
+    """The source's training tools as a catalog file of their own."""
+    path = ROOT / "data" / "natural" / source / "tools.jsonl"
+    keep = [x for x in path.read_text(encoding="utf-8").splitlines()
+            if x.strip() and json.loads(x).get("split") == "train"]  # fmt: skip
+    target = out / f"{source}_train.jsonl"
+    target.write_text("\n".join(keep) + "\n", encoding="utf-8")
+    return target
+
+
+def classifier_rows(engine: Engine, pairs: Pairs) -> tuple[np.ndarray, np.ndarray]:
+    """Step 2's rows for one catalog: (sim, margin) per (tool, skill) and the soft labels."""
+    clf = engine.skill_service.offline
+    clf.prepare()
+    skills = {sid: i for i, sid in enumerate(clf._ids)}
+    votes: dict[str, np.ndarray] = {}
+    for text, gold in pairs:
+        sims = clf._matrix @ engine.searcher.embed_query(text)[0]
+        for tool_id in gold:
+            votes.setdefault(tool_id, np.zeros(len(skills)))[int(np.argmax(sims))] += 1.0
+    vectors = engine.store.vectors(sorted(votes))
+    xs, ys = [], []
+    for tool_id, vote in votes.items():
+        if tool_id not in vectors:
+            continue
+        sims = (clf._matrix @ vectors[tool_id]).astype(np.float64)
+        order = np.sort(sims)
+        other = np.where(sims >= order[-1], order[-2], order[-1])
+        xs.append(np.stack([sims, sims - other], axis=1))
+        ys.append(vote / vote.sum())
+    return np.concatenate(xs), np.concatenate(ys)
+
+
+def routed(engine: Engine, pairs: Pairs) -> list[Routed]:
+    """Stage-1 features of each request and its gold skills, over the engine's catalog."""
+    hs = engine.search_service.hierarchical
+    out: list[Routed] = []
+    for text, gold in pairs:
+        vectors = hs.searcher.embed_query(text)
+        index, features = hs.stage1_features(vectors, engine.store.state())
+        assigned = engine.store.skills.assignments(list(gold))
+        held = {a.skill_id for rows in assigned.values() for a in rows}
+        out.append(Routed(features, np.array([s.id in held for s in index.skills])))
+    return out
+
+
+def routing(model: Logistic, rows: list[Routed]) -> tuple[float, float]:
+    """Share of requests with a gold skill among the matched ones, and skills matched."""
+    hits, matched = [], []
+    for r in rows:
+        p = model(r.features)
+        order = np.argsort(-p, kind="stable")[:LIMIT]
+        chosen = order[p[order] >= THRESHOLD]
+        hits.append(bool(r.gold[chosen].any()))
+        matched.append(len(chosen))
+    return float(np.mean(hits)), float(np.mean(matched))
+
+
+def strategies(engine: Engine, pairs: Pairs) -> dict[str, float]:
+    """hit@3 of direct and hierarchical (limit 10) and how often hierarchical fell back."""
+    scores: dict[str, list[dict[str, float]]] = {"direct": [], "hierarchical": []}
+    fell = 0
+    for text, gold in pairs:
+        for strategy in scores:
+            res = engine.find(SearchRequest(text, limit=10, tool_threshold=0.0, strategy=strategy))
+            scores[strategy].append(score_query([h.tool.id for h in res.tools], gold))
+            fell += strategy == "hierarchical" and res.metadata["skill_ids_used"] is None
+    return {
+        "direct_hit@3": mean(scores["direct"])["hit@3"],
+        "hierarchical_hit@3": mean(scores["hierarchical"])["hit@3"],
+        "fallback": fell / max(1, len(pairs)),
+    }
+
+
+def dev_sets(max_dev: int, unseen: bool) -> dict[str, tuple[Path, Pairs]]:
+    sets = datasets(ROOT / "data" / "natural")
+    out: dict[str, tuple[Path, Pairs]] = {}
+    for name in (*TRAIN_SOURCES, "livemcp_paraphrase", "single_intent"):
+        ds = sets[name]
+        reqs = [r for r in load_requests(ds, max_dev) if r.split == "dev"]
+        out[name] = (ds.tools, [(r.text, r.gold) for r in reqs])
+    if unseen:
+        rows = [json.loads(x) for x in (SHARED / "tooleyes_dev" / "queries.jsonl").open()]
+        pairs = [(str(r["query"])[:1000], tuple(r["gold"])) for r in rows if r.get("gold")]
+        out["tooleyes_dev (unseen)"] = (SHARED / "tooleyes_dev" / "tools.jsonl", pairs)
+    return out
+
+
+def with_fit(engine: Engine, fit: SkillFit) -> None:
+    """Serve ``fit`` in this engine (classifier and stage 1) and re-classify every tool."""
+    engine.skill_service.offline.fit = fit
+    engine.search_service.hierarchical.fit = fit
+    engine.classify(all=True)
+
+
+def fit_classifier(db: Path, out: Path, model: str, max_train: int) -> Logistic:
+    xs, ys = [], []
+    for source in TRAIN_SOURCES:
+        engine, _ = open_index(db / f"{source}_train.db", train_catalog(source, out), source, model)
+        x, y = classifier_rows(engine, train_pairs(source, max_train))
+        xs.append(x)
+        ys.append(y)
+        engine.close()
+    x, y = np.concatenate(xs), np.concatenate(ys)
+    coef, intercept = fit_logistic(x, y)
+    print(f"classifier: {len(x)} (tool, skill) rows; coef {np.round(coef, 3)} b {intercept:.3f}")
+    return Logistic(CLASSIFIER_FEATURES, coef, intercept)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--max-train", type=int, default=600, help="requests per source")
+    parser.add_argument("--max-dev", type=int, default=300, help="requests per dev set")
+    parser.add_argument("--embed-model", default=DEFAULT_MODEL)
+    parser.add_argument("--near-depth", type=int, default=30)
+    parser.add_argument("--unseen", action="store_true", help="also report tooleyes_dev")
+    parser.add_argument("--write", action="store_true", help="store the fit in calibration.json")
+    args = parser.parse_args()
+    t0 = time.perf_counter()
+    model = args.embed_model
+    out = ROOT / "bench" / "out" / "skills"
+    db = db_folder(out / "db", model)
+    db.mkdir(parents=True, exist_ok=True)
+
+    classifier = fit_classifier(db, out, model, args.max_train)
+    packaged = load_skill_fit()
+    candidates: dict[tuple[float, float], Logistic] = {}
+    table: dict[tuple[float, float], dict[str, tuple[float, float]]] = {}
+    for floor in FLOORS:
+        base = replace(packaged, classifier=classifier, near_depth=args.near_depth,
+                       keep_floor=floor)  # fmt: skip
+        train: list[Routed] = []
+        for source in TRAIN_SOURCES:
+            engine, _ = open_index(
+                db / f"{source}_train.db", train_catalog(source, out), source, model
+            )
+            with_fit(engine, base)
+            name, digest = embedder_identity(engine.embedder)
+            train += routed(engine, train_pairs(source, args.max_train))
+            engine.close()
+        x = np.concatenate([r.features for r in train])
+        y = np.concatenate([r.gold for r in train]).astype(np.float64)
+        dev: dict[str, list[Routed]] = {}
+        for set_name, (tools, pairs) in dev_sets(args.max_dev, unseen=False).items():
+            engine, _ = open_index(db / f"{set_name}.db", tools, set_name, model)
+            with_fit(engine, base)
+            dev[set_name] = routed(engine, pairs)
+            engine.close()
+        for w in WEIGHTS:
+            coef, intercept = fit_logistic(x, y, weights=np.where(y > 0, w, 1.0))
+            candidates[floor, w] = Logistic(STAGE1_FEATURES, coef, intercept)
+            table[floor, w] = {n: routing(candidates[floor, w], r) for n, r in dev.items()}
+            cells = ", ".join(
+                f"{n} {100 * s:.1f} % ({m:.2f})" for n, (s, m) in table[floor, w].items()
+            )
+            print(f"keep_floor {floor:g}, positive weight {w:g}: {cells}", flush=True)
+    print(f"stage 1: {len(train)} training requests, {len(x)} (request, skill) rows")
+    floor, chosen = max(
+        table,
+        key=lambda k: (
+            round(float(np.mean([s for s, _ in table[k].values()])), 3),
+            k[0],
+            -float(np.mean([m for _, m in table[k].values()])),
+        ),
+    )
+    provenance = (
+        f"bench/fit/skill_scores.py --max-train {args.max_train} --max-dev {args.max_dev} "
+        f"--near-depth {args.near_depth}: classifier on (tool, skill) rows of the data/natural "
+        f"training tools ({', '.join(TRAIN_SOURCES)}), labelled by their training requests' "
+        f"closest skill profiles; stage 1 on {len(train)} training requests over their training "
+        f"catalogs, positive rows weighted {chosen:g}, keep_floor {floor:g} (both chosen on dev "
+        f"requests: routing at threshold {THRESHOLD}, limit {LIMIT})"
+    )
+    stage1 = candidates[floor, chosen]
+    fit = SkillFit(
+        stage1, classifier, args.near_depth, floor, name, digest, provenance,
+        datetime.date.today().isoformat(),
+    )  # fmt: skip
+    print(f"chosen keep_floor {floor:g}, positive weight {chosen:g}: stage 1 coef "
+          f"{np.round(stage1.coef, 3)} b {stage1.intercept:.3f}")  # fmt: skip
+
+    report: dict[str, Any] = {"fit": fit.to_dict(), "sets": {}}
+    print("| dev set (requests) | routed | skills matched | fell back | direct hit@3 | "
+          "hierarchical hit@3 |\n|---|---|---|---|---|---|")  # fmt: skip
+    for set_name, (tools, pairs) in dev_sets(args.max_dev, args.unseen).items():
+        engine, _ = open_index(db / f"{set_name.split()[0]}.db", tools, set_name, model)
+        with_fit(engine, fit)
+        share, matched = routing(fit.stage1, routed(engine, pairs))
+        row = {"requests": len(pairs), "routed": share, "matched": matched,
+               **strategies(engine, pairs)}  # fmt: skip
+        report["sets"][set_name] = row
+        engine.close()
+        print(f"| {set_name} ({len(pairs)}) | {100 * share:.1f} % | {matched:.2f} | "
+              f"{100 * row['fallback']:.1f} % | {100 * row['direct_hit@3']:.1f} | "
+              f"{100 * row['hierarchical_hit@3']:.1f} |", flush=True)  # fmt: skip
+    if args.write:
+        data = json.loads(TARGET.read_text(encoding="utf-8"))
+        data["skills"] = fit.to_dict()
+        TARGET.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote the skills section of {TARGET}")
+    report["seconds"] = round(time.perf_counter() - t0, 1)
+    (out / "skill_scores.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
+    print(f"{report['seconds']} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,186 @@
+"""Fitted skill constants: stage-1 skill scores and the offline classifier's confidences.
+
+They live in the ``"skills"`` section of ``search/calibration.json``, beside the hit scores and
+the ``no_match`` thresholds, so that every constant learned from data sits in one packaged file
+with the embedding model it was fitted for (name and graph sha256), the data it was fitted on and
+the date. ``python bench/fit/calibrate.py --write`` refits the whole file;
+``python bench/fit/skill_scores.py --write`` refits this section alone.
+
+Both maps are logistic models over features of cosine similarities:
+
+* **classifier** (``skills/classify.py``): a tool against each skill's profile vector - ``sim``
+  and ``margin`` (``sim`` minus the best ``sim`` of the other skills); with ``keep_floor``, the
+  confidence a tool's second and third skills need;
+* **stage 1** (``search/hierarchical.py``): a request against each skill - ``sim`` and
+  ``margin`` against the skill's vector (the centroid of its tools), and what the request's
+  ``near_depth`` nearest tools say about the skill: ``near`` (the best cosine of one of its
+  tools among them, or of the skill's own vector when that is closer; the last neighbour's
+  cosine when neither is), ``near_gap`` (``near`` minus the
+  first neighbour's cosine) and ``votes`` (the neighbours in the skill, each counted
+  ``confidence / rank``).
+
+**Another model.** Cosines of another embedding model mean something else, and a refit needs
+labelled requests that are not shipped with the package, so nothing is refitted on the fly:
+when the active model is not the one recorded here, the engine logs one warning naming both and
+the refit command, and keeps these constants (the documented fallback). Skills still rank by the
+same evidence (the nearest tools' skills first), but the 0..1 scores, and so the
+``skill_threshold`` cut-off, are approximate until the refit.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from toolscout.embed.base import Embedder
+from toolscout.errors import ConfigError
+from toolscout.search.calibration import CALIBRATION_FILE, embedder_identity
+
+log = logging.getLogger("toolscout.skills")
+
+STAGE1_FEATURES = ("sim", "margin", "near", "near_gap", "votes")
+CLASSIFIER_FEATURES = ("sim", "margin")
+REFIT = "python bench/fit/skill_scores.py --write"
+_WARNED: set[str] = set()
+
+
+@dataclass(frozen=True)
+class Logistic:
+    """``sigmoid(features @ coef + intercept)`` over the named features."""
+
+    features: tuple[str, ...]
+    coef: tuple[float, ...]
+    intercept: float
+
+    def __call__(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Probabilities for rows of ``x`` (one column per feature, in ``features`` order)."""
+        z = x @ np.asarray(self.coef, dtype=np.float64) + self.intercept
+        return 1.0 / (1.0 + np.exp(-np.clip(z, -50.0, 50.0)))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "features": list(self.features),
+            "coef": [round(c, 6) for c in self.coef],
+            "intercept": round(self.intercept, 6),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], expected: tuple[str, ...], what: str) -> Logistic:
+        """Raises: ConfigError when the features differ from what this code computes."""
+        features = tuple(str(f) for f in data["features"])
+        if features != expected:
+            raise ConfigError(
+                f"calibration.json: skills.{what} uses features {list(features)}, this code "
+                f"computes {list(expected)}; refit with `{REFIT}`"
+            )
+        coef = tuple(float(c) for c in data["coef"])
+        if len(coef) != len(features):
+            raise ConfigError(f"calibration.json: skills.{what}: {len(coef)} coefficients")
+        return cls(features, coef, float(data["intercept"]))
+
+
+@dataclass(frozen=True)
+class SkillFit:
+    """The fitted skill maps and what they were fitted for and on."""
+
+    stage1: Logistic
+    classifier: Logistic
+    #: How many nearest tools stage 1 reads (``near``, ``near_gap``, ``votes``).
+    near_depth: int
+    #: A tool's second and third skills are kept when at least this confident.
+    keep_floor: float
+    fitted_for: str
+    model_sha256: str | None
+    #: The command, data and choices of the fit.
+    provenance: str
+    #: When it was fitted (ISO date).
+    fitted_at: str
+
+    def status(self, embedder: Embedder) -> str:
+        """``"fitted"``, or what the constants were fitted for instead of ``embedder``."""
+        name, digest = embedder_identity(embedder)
+        same_graph = self.model_sha256 is None or digest is None or digest == self.model_sha256
+        if name == self.fitted_for and same_graph:
+            return "fitted"
+        mine = f"{self.fitted_for} sha256 {(self.model_sha256 or '?')[:12]}"
+        return f"approximate: fitted for {mine}, active {name} sha256 {(digest or '?')[:12]}"
+
+    def check(self, embedder: Embedder) -> str:
+        """:meth:`status`, logging a warning (once per process and case) when not fitted."""
+        status = self.status(embedder)
+        if status != "fitted" and status not in _WARNED:
+            _WARNED.add(status)
+            log.warning(
+                "skill scores are %s: skills still rank by closeness but their scores (and "
+                "skill_threshold) are approximate; refit with `%s`",
+                status,
+                REFIT,
+            )
+        return status
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "fitted_for": self.fitted_for,
+            "model_sha256": self.model_sha256,
+            "fitted_at": self.fitted_at,
+            "provenance": self.provenance,
+            "near_depth": self.near_depth,
+            "keep_floor": self.keep_floor,
+            "stage1": self.stage1.to_dict(),
+            "classifier": self.classifier.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SkillFit:
+        """Raises: ConfigError when the section is missing, malformed or of other features."""
+        try:
+            digest = data.get("model_sha256")
+            return cls(
+                Logistic.from_dict(data["stage1"], STAGE1_FEATURES, "stage1"),
+                Logistic.from_dict(data["classifier"], CLASSIFIER_FEATURES, "classifier"),
+                int(data["near_depth"]),
+                float(data["keep_floor"]),
+                str(data["fitted_for"]),
+                str(digest) if digest else None,
+                str(data.get("provenance", "")),
+                str(data.get("fitted_at", "")),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(f"calibration.json: the skills section is malformed: {exc}") from exc
+
+
+def load_skill_fit(path: Path | None = None) -> SkillFit:
+    """The ``skills`` section of the packaged calibration file (or of the file at ``path``).
+
+    Raises:
+        ConfigError: missing or malformed file or section.
+    """
+    if path is None:
+        return packaged_skill_fit()
+    return _parse(path.read_text(encoding="utf-8") if path.exists() else "", str(path))
+
+
+@cache
+def packaged_skill_fit() -> SkillFit:
+    """The packaged fit, read once per process. Raises: ConfigError."""
+    text = resources.files("toolscout.search").joinpath(CALIBRATION_FILE).read_text("utf-8")
+    return _parse(text, CALIBRATION_FILE)
+
+
+def _parse(text: str, where: str) -> SkillFit:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{where}: not valid JSON: {exc}") from exc
+    section = data.get("skills") if isinstance(data, dict) else None
+    if not isinstance(section, dict):
+        raise ConfigError(f"{where}: no skills section; refit with `{REFIT}`")
+    return SkillFit.from_dict(section)

@@ -1,0 +1,89 @@
+"""The fitted skill constants: one packaged file with the model they were fitted for."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from toolscout.embed.base import DEFAULT_MODEL
+from toolscout.engine import Engine
+from toolscout.errors import ConfigError
+from toolscout.search.calibration import embedder_identity, load_calibration
+from toolscout.search.hierarchical import HierarchicalSearcher, stage1_features
+from toolscout.search.skillfit import (
+    CLASSIFIER_FEATURES,
+    STAGE1_FEATURES,
+    load_skill_fit,
+    packaged_skill_fit,
+)
+
+PACKAGED = Path(__file__).resolve().parents[2] / "src" / "toolscout" / "search" / "calibration.json"
+
+
+def test_skill_constants_share_the_calibration_file_and_its_model() -> None:
+    fit = packaged_skill_fit()
+    calibration = load_calibration()
+    assert fit.stage1.features == STAGE1_FEATURES
+    assert fit.classifier.features == CLASSIFIER_FEATURES
+    assert fit.fitted_for == calibration.fitted_for
+    assert fit.model_sha256 == calibration.model_sha256
+    assert fit.fitted_at and "data/natural" in fit.provenance
+    assert 0.0 < fit.keep_floor < 0.5 and fit.near_depth > 0
+
+
+def test_the_packaged_fit_is_for_the_default_model(engine: Engine) -> None:
+    assert DEFAULT_MODEL.startswith("local:")
+    name, digest = embedder_identity(engine.embedder)
+    assert packaged_skill_fit().status(engine.embedder) == "fitted", (name, digest)
+    assert engine.search_service.hierarchical.fit_status == "fitted"
+
+
+def test_another_model_gets_one_warning_and_keeps_the_constants(
+    engine: Engine, caplog: pytest.LogCaptureFixture
+) -> None:
+    other = replace(packaged_skill_fit(), fitted_for="some-other-model")
+    with caplog.at_level(logging.WARNING, logger="toolscout.skills"):
+        first = HierarchicalSearcher(engine.store, engine.searcher, fit=other)
+        HierarchicalSearcher(engine.store, engine.searcher, fit=other)
+    assert first.fit_status.startswith("approximate: fitted for some-other-model")
+    warnings = [r for r in caplog.records if "skill scores are approximate" in r.getMessage()]
+    assert len(warnings) == 1
+    assert "bench/fit/skill_scores.py --write" in warnings[0].getMessage()
+    assert first.fit is other  # the documented fallback: the constants stay in use
+
+
+def test_a_file_without_a_skills_section_names_the_refit(tmp_path: Path) -> None:
+    data = json.loads(PACKAGED.read_text(encoding="utf-8"))
+    del data["skills"]
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"bench/fit/skill_scores\.py --write"):
+        load_skill_fit(path)
+
+
+def test_a_fit_of_other_features_is_refused_naming_them(tmp_path: Path) -> None:
+    data = json.loads(PACKAGED.read_text(encoding="utf-8"))
+    data["skills"]["stage1"]["features"] = ["sim", "margin"]
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"skills\.stage1 uses features \['sim', 'margin'\]"):
+        load_skill_fit(path)
+
+
+def test_a_skill_holding_the_nearest_tool_scores_above_an_equally_close_one() -> None:
+    sims = np.array([0.5, 0.5, 0.2], dtype=np.float32)
+    neighbours = [("t1", 0.8), ("t2", 0.6), ("t3", 0.4)]
+    members = {"t1": [("a", 0.9)], "t2": [("b", 0.9)], "t3": [("b", 0.5)]}
+    features = stage1_features(sims, neighbours, members, {"a": 0, "b": 1, "c": 2})
+    assert features.shape == (3, len(STAGE1_FEATURES))
+    near, gap, votes = features[:, 2], features[:, 3], features[:, 4]
+    assert list(near) == pytest.approx([0.8, 0.6, 0.4])  # c has no neighbour: the last cosine
+    assert gap[0] == 0.0 and gap[1] < 0.0
+    assert votes[0] == pytest.approx(0.9) and votes[1] == pytest.approx(0.45 + 0.5 / 3)
+    scores = packaged_skill_fit().stage1(features)
+    assert scores[0] > scores[1] > scores[2]
