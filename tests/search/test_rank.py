@@ -128,7 +128,7 @@ def test_learned_ranker_stays_above_the_floor_on_short_single_tool_requests(
 ) -> None:
     """tests/data/single_intent over the built-in catalog, top 3, ranker on: bench/ranking.py
     measured 75.8 (dev half) and 93.5 (held-out half), 84.7 over the whole set, against 83.1
-    for the fixed fusion (docs/BENCHMARKS.md §15); the floor sits below both."""
+    for the fixed fusion (docs/BENCHMARKS.md §16); the floor sits below both."""
     starter = Path(str(resources.files("toolscout.data").joinpath("starter_catalog.json")))
     engine = Engine.open(settings.model_copy(update={"learned_ranker": True}))
     engine.index([CatalogFile(starter, source="builtin").read()])
