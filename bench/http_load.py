@@ -169,6 +169,24 @@ def free_port() -> int:
         return port
 
 
+def healthy(proc: subprocess.Popen[bytes], port: int) -> subprocess.Popen[bytes]:
+    """``proc`` once its server on ``port`` answers ``/health`` (180 s at most).
+
+    Raises: RuntimeError when the server exits or stays unhealthy.
+    """
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            time.sleep(0.5)  # polling a starting server; bounded by the deadline
+    proc.kill()
+    raise RuntimeError("server did not become healthy in 180 s")
+
+
 def start_server(db: str, cfg: ServerConfig, port: int) -> subprocess.Popen[bytes]:
     env = dict(
         os.environ,
@@ -182,17 +200,7 @@ def start_server(db: str, cfg: ServerConfig, port: int) -> subprocess.Popen[byte
     args = [TOOLSCOUT, "serve", "--db", db, "--port", str(port), "--workers", str(cfg.workers)]
     args += ["--loop", cfg.loop, "--log-level", "warning"]
     proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            time.sleep(0.5)  # polling a starting server; bounded by the deadline
-    proc.kill()
-    raise RuntimeError("server did not become healthy in 180 s")
+    return healthy(proc, port)
 
 
 def _ticks(pid: int) -> int:

@@ -35,9 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
-
-from http_load import free_port, load_queries
+from http_load import free_port, healthy, load_queries
 
 TOOLSCOUT = str(Path(sys.executable).with_name("toolscout"))
 
@@ -64,17 +62,7 @@ def start_server(db: str, port: int, cpus: str) -> subprocess.Popen[bytes]:
     )
     args = [*pinned(cpus), TOOLSCOUT, "serve", "--db", db, "--port", str(port)]
     proc = subprocess.Popen([*args, "--log-level", "warning"], env=env, stdout=subprocess.DEVNULL)
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            time.sleep(0.5)  # polling a starting server; bounded by the deadline
-    proc.kill()
-    raise RuntimeError("server did not become healthy in 180 s")
+    return healthy(proc, port)
 
 
 # --- the load generator (run with --client, in its own process) ---------------------------

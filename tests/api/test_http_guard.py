@@ -15,7 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 from mcp import Client
 
-from support.served import ADMIN, LOOPBACK, Launched
+from support.served import ADMIN, LOOPBACK, Launched, occupied
 from toolscout.api.gate import SearchGate
 from toolscout.api.guard import host_name
 from toolscout.api.http import create_app
@@ -192,17 +192,6 @@ def test_a_search_waiting_past_its_deadline_is_shed(api_engine: Engine) -> None:
     assert gate.shed == 1
 
 
-def _occupied(gate: SearchGate, held: threading.Event, release: threading.Event) -> Any:
-    def hold() -> bool:
-        held.set()
-        return release.wait(30)
-
-    async def occupy() -> None:
-        await gate.run(hold)
-
-    return occupy
-
-
 def test_overloaded_answers_503_with_retry_after(
     api_engine: Engine, api_settings: Settings
 ) -> None:
@@ -211,7 +200,7 @@ def test_overloaded_answers_503_with_retry_after(
     held, release = threading.Event(), threading.Event()
     with TestClient(app, client=LOOPBACK) as c:
         # Occupy the one slot from the app's own event loop, then ask for a search.
-        c.portal.start_task_soon(_occupied(gate, held, release))  # type: ignore[union-attr]
+        c.portal.start_task_soon(occupied(gate, held, release))  # type: ignore[union-attr]
         assert held.wait(30)
         response = c.get("/api/v1/search", params={"query": "send an email"})
         skills = c.get("/api/v1/search/skills", params={"query": "send an email"})
@@ -241,7 +230,7 @@ def test_the_mcp_door_sheds_a_search_with_a_tool_error_saying_when_to_retry(
     async def main() -> Any:
         async with Client(create_mcp_server(api_engine, gate=gate)) as client:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(_occupied(gate, held, release))
+                tg.start_soon(occupied(gate, held, release))
                 while not held.is_set():
                     await anyio.sleep(0.01)
                 result = await client.call_tool("search_tools", {"query": "send an email"})

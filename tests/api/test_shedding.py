@@ -9,14 +9,13 @@ import json
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
 import pytest
 from fastapi.testclient import TestClient
 
-from support.served import LOOPBACK, Launched
+from support.served import LOOPBACK, Launched, occupied
 from toolscout.api.gate import SearchGate
 from toolscout.api.http import create_app
 from toolscout.config import Settings
@@ -40,17 +39,6 @@ QUERIES = [
 ]
 
 
-def _hold(gate: SearchGate, held: threading.Event, release: threading.Event) -> Any:
-    def hold() -> bool:
-        held.set()
-        return release.wait(30)
-
-    async def occupy() -> None:
-        await gate.run(hold)
-
-    return occupy
-
-
 def test_a_search_without_room_is_refused_before_its_body_is_parsed(
     api_engine: Engine, api_settings: Settings
 ) -> None:
@@ -59,7 +47,7 @@ def test_a_search_without_room_is_refused_before_its_body_is_parsed(
     held, release = threading.Event(), threading.Event()
     not_json = b'{"query": "send an email"'  # parsed, this body would be a 400
     with TestClient(app, client=LOOPBACK) as c:
-        c.portal.start_task_soon(_hold(gate, held, release))  # type: ignore[union-attr]
+        c.portal.start_task_soon(occupied(gate, held, release))  # type: ignore[union-attr]
         assert held.wait(30)
         shed = c.post("/api/v1/search", content=not_json, headers=JSON)
         stage = c.get("/api/v1/search/tools", params={"query": "email", "limit": 999})
@@ -92,7 +80,7 @@ def test_a_search_that_would_miss_its_deadline_is_refused_at_once_not_at_the_dea
             outcomes.append(await gate.run(lambda: name))
 
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_hold(gate, held, release))
+            tg.start_soon(occupied(gate, held, release))
             while not held.is_set():
                 await anyio.sleep(0.01)
             for name in ("second", "third"):

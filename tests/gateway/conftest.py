@@ -12,10 +12,12 @@ from typing import Any
 
 import pytest
 
+from support.rest_app import serving
 from support.upstreams import git_spec, make_repo, time_spec, upstream_spec
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.ingest.mcp import McpSource
+from toolscout.ingest.openapi import OpenApiSource
 
 
 @pytest.fixture(scope="session")
@@ -63,3 +65,16 @@ def mcp_config(tmp_path: Path, repo: Path) -> Callable[..., Path]:
         return path
 
     return write
+
+
+@pytest.fixture(scope="module")
+def shop() -> Iterator[str]:
+    """The REST test app (tests/support/rest_app.py) served for a module; its base URL."""
+    with serving() as url:
+        yield url
+
+
+@pytest.fixture
+def shop_engine(engine: Engine, shop: str) -> Engine:
+    engine.index([OpenApiSource(f"{shop}/openapi.json").read()])
+    return engine

@@ -7,35 +7,20 @@ import json
 import subprocess
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import anyio
 import mcp_types as types
 import pytest
 
+from support.gateway_runs import run, text
 from support.upstreams import UPSTREAM, upstream_spec
 from toolscout.engine import Engine
 from toolscout.errors import CallDenied, InvalidArguments, UpstreamError
 from toolscout.gateway import AuditLog, Gateway, Limits, Policy
 from toolscout.ingest.mcpconfig import ServerSpec
-
-T = TypeVar("T")
-
-
-def run(gateway: Gateway, body: Callable[[Gateway], Awaitable[T]]) -> T:
-    async def main() -> T:
-        async with gateway:
-            return await body(gateway)
-
-    return anyio.run(main)
-
-
-def text(result: types.CallToolResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, types.TextContent)
-    return block.text
 
 
 def test_call_returns_the_upstream_result_as_it_is(gw_engine: Engine) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -14,26 +13,13 @@ import mcp_types as types
 import pytest
 
 from support.gateway_runs import failure, run, text
-from support.rest_app import TOKEN, serving
+from support.rest_app import TOKEN
 from toolscout.config import ApiConfig, GatewaySettings, Settings
 from toolscout.engine import Engine
 from toolscout.errors import CallDenied, InvalidArguments, UpstreamError
 from toolscout.gateway import Gateway, HttpApi, Policy
 from toolscout.gateway.factory import build_gateway
-from toolscout.ingest.openapi import OpenApiSource
 from toolscout.models import SearchRequest
-
-
-@pytest.fixture(scope="module")
-def shop() -> Iterator[str]:
-    with serving() as url:
-        yield url
-
-
-@pytest.fixture
-def shop_engine(engine: Engine, shop: str) -> Engine:
-    engine.index([OpenApiSource(f"{shop}/openapi.json").read()])
-    return engine
 
 
 def test_a_found_get_operation_is_called_with_path_and_query(shop_engine: Engine) -> None:

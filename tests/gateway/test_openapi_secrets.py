@@ -7,32 +7,18 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from support.gateway_runs import failure, run, text
-from support.rest_app import TOKEN, serving
+from support.rest_app import TOKEN
 from toolscout.config import ApiConfig, GatewaySettings, Settings, load_settings, read_secrets
 from toolscout.engine import Engine
 from toolscout.errors import ConfigError
 from toolscout.gateway.factory import build_gateway
-from toolscout.ingest.openapi import OpenApiSource
 
 ORDER: dict[str, object] = {"body": {"item": "book", "quantity": 2}}
-
-
-@pytest.fixture(scope="module")
-def shop() -> Iterator[str]:
-    with serving() as url:
-        yield url
-
-
-@pytest.fixture
-def shop_engine(engine: Engine, shop: str) -> Engine:
-    engine.index([OpenApiSource(f"{shop}/openapi.json").read()])
-    return engine
 
 
 def secrets_file(folder: Path, text: str, mode: int = 0o600) -> Path:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import sqlean
 import sqlite_vec
@@ -27,6 +28,21 @@ def _connect(path: Path) -> sqlean.Connection:
     return conn
 
 
+def _skills_checked(conn: Any, tools: dict[str, str]) -> Snapshot:
+    """Assert that assignments and classification rows name existing tools and skills (any
+    DB-API connection with ``execute``: SQLite's or psycopg's); the snapshot of ``tools``."""
+    skills = {s for (s,) in conn.execute("SELECT id FROM skills")}
+    pairs = conn.execute("SELECT tool_id, skill_id FROM tool_skills").fetchall()
+    assert all(t in tools for t, _ in pairs), "an assignment names a deleted tool"
+    assert all(s in skills for _, s in pairs), "an assignment names a missing skill"
+    done = conn.execute(
+        "SELECT tool_id, content_hash FROM tool_classification WHERE status='done'"
+    ).fetchall()
+    assert all(t in tools for t, _ in done), "a classification names a deleted tool"
+    classified = {t for t, h in done if tools.get(t) == h}
+    return Snapshot(tools, classified, {t for t, _ in pairs})
+
+
 def check(path: Path) -> Snapshot:
     """Assert the file is a consistent index and return what it holds.
 
@@ -47,16 +63,7 @@ def check(path: Path) -> Snapshot:
             vec = {r[0] for r in conn.execute("SELECT rowid FROM tools_vec")}
             assert fts == rowids, f"text rows differ: {len(fts ^ rowids)} rowids"
             assert vec == rowids, f"vectors differ: {len(vec ^ rowids)} rowids"
-        skills = {r[0] for r in conn.execute("SELECT id FROM skills")}
-        pairs = conn.execute("SELECT tool_id, skill_id FROM tool_skills").fetchall()
-        assert all(t in tools for t, _ in pairs), "an assignment names a deleted tool"
-        assert all(s in skills for _, s in pairs), "an assignment names a missing skill"
-        done = conn.execute(
-            "SELECT tool_id, content_hash FROM tool_classification WHERE status='done'"
-        ).fetchall()
-        assert all(t in tools for t, _ in done), "a classification names a deleted tool"
-        classified = {t for t, h in done if tools.get(t) == h}
-        return Snapshot(tools, classified, {t for t, _ in pairs})
+        return _skills_checked(conn, tools)
     finally:
         conn.close()
 
@@ -93,16 +100,7 @@ def check_pg(url: str) -> Snapshot:
         assert wrong_df is not None and wrong_df[0] == 0, f"{wrong_df} terms with a wrong df"
         live = conn.execute("SELECT live_rows FROM lexical_stats").fetchone()
         assert live is not None and live[0] == len(tools), (live, len(tools))
-        skills = {s for (s,) in conn.execute("SELECT id FROM skills")}
-        pairs = conn.execute("SELECT tool_id, skill_id FROM tool_skills").fetchall()
-        assert all(t in tools for t, _ in pairs), "an assignment names a deleted tool"
-        assert all(s in skills for _, s in pairs), "an assignment names a missing skill"
-        done = conn.execute(
-            "SELECT tool_id, content_hash FROM tool_classification WHERE status='done'"
-        ).fetchall()
-        assert all(t in tools for t, _ in done), "a classification names a deleted tool"
-        classified = {t for t, h in done if tools.get(t) == h}
-        return Snapshot(tools, classified, {t for t, _ in pairs})
+        return _skills_checked(conn, tools)
 
 
 def nothing_lost(

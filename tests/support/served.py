@@ -9,7 +9,11 @@ import re
 import subprocess
 import sys
 import threading
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any
+
+from toolscout.api.gate import SearchGate
 
 ADMIN = "admin-key-for-tests"
 #: The client address TestClient requests appear to come from, when a test needs one.
@@ -67,3 +71,19 @@ class Launched:
         self._reader.join(timeout=20)
         if self.proc.stderr is not None:
             self.proc.stderr.close()
+
+
+def occupied(
+    gate: SearchGate, held: threading.Event, release: threading.Event
+) -> Callable[[], Coroutine[Any, Any, None]]:
+    """A task that takes one of ``gate``'s slots and keeps it until ``release`` is set (30 s at
+    most); ``held`` is set once it has the slot."""
+
+    def hold() -> bool:
+        held.set()
+        return release.wait(30)
+
+    async def occupy() -> None:
+        await gate.run(hold)
+
+    return occupy

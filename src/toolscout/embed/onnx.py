@@ -146,14 +146,11 @@ class OnnxEmbedder:
         self._query_batch = 1 if query_graph and quantised_per_call(query_graph) else self._batch
         self._graph = graph
         self._threads = threads
-        self._locks: dict[int, threading.Lock] = {}
+        #: One lock per session (by id), made with the session: a session runs one call at once.
+        self._locks = {id(x): threading.Lock() for x in (self._session, self._query_session)}
         self._workers: _Workers | None = None
         self._workers_lock = threading.Lock()
         self.dim = int(self._embed(["dimension probe"], self._session, 1).shape[1])
-
-    def _lock_for(self, session: Any) -> threading.Lock:
-        with self._workers_lock:
-            return self._locks.setdefault(id(session), threading.Lock())
 
     def _run(self, texts: Sequence[str], session: Any) -> Vectors:
         encodings = self._tokenizer.encode_batch(list(texts))
@@ -165,7 +162,7 @@ class OnnxEmbedder:
             mask[row, : len(enc.ids)] = 1
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         feeds = {k: v for k, v in feeds.items() if k in self._inputs}
-        with self._lock_for(session):
+        with self._locks[id(session)]:
             (out,) = session.run([self._output], feeds)
         out = np.asarray(out, dtype=np.float32)
         if out.ndim == 2:
@@ -210,6 +207,7 @@ class OnnxEmbedder:
         with self._workers_lock:
             if self._workers is None:
                 sessions = [session(self._graph, 1) for _ in range(self._threads)]
+                self._locks.update({id(x): threading.Lock() for x in sessions})
                 pool = ThreadPoolExecutor(self._threads, thread_name_prefix="toolscout-embed")
                 self._workers = _Workers(sessions, pool)
             return self._workers
