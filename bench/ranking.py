@@ -63,7 +63,10 @@ def all_sets(natural: Path) -> dict[str, Dataset]:
 
 
 def systems(
-    engine: Engine, tools: list[Tool], scores: dict[str, dict[str, list[float]]], ranker: Learned
+    engine: Engine,
+    tools: list[Tool],
+    scores: dict[str, dict[str, list[float]]],
+    ranker: Learned | None,
 ) -> dict[str, Ranker]:
     """Every system of the module docstring, keyed by name (``default`` first); ``scores``
     receives the default's and the learned ranker's hit scores per request text."""
@@ -93,7 +96,7 @@ def systems(
         scores["learned"][q] = [h.score for h in hits]
         return [h.id for h in hits]
 
-    return {
+    out: dict[str, Ranker] = {
         "default": default,
         "learned": learned_order,
         "fixed_fusion": lambda q: [r.id for r in fixed.search(q, limit=10)],
@@ -102,6 +105,9 @@ def systems(
         "rrf": lambda q: rrf(q, (1.0, 1.0)),
         "weighted_rrf": lambda q: rrf(q, (0.3, 0.7)),
     }
+    if ranker is None:
+        del out["learned"]
+    return out
 
 
 def compare(rows: dict[str, list[dict[str, float]]]) -> dict[str, dict[str, Any]]:
@@ -153,11 +159,18 @@ def calibration(
 
 
 def run_set(
-    ds: Dataset, requests: list[Request], db_dir: Path, ranker: Path | None = None
+    ds: Dataset,
+    requests: list[Request],
+    db_dir: Path,
+    ranker: Path | None = None,
+    only: list[str] | None = None,
 ) -> dict[str, Any]:
     engine, tools = open_index(db_dir / f"{ds.name}.db", ds.tools, ds.name)
     scores: dict[str, dict[str, list[float]]] = {"default": {}, "learned": {}}
-    ranked = systems(engine, tools, scores, load_ranker(ranker))
+    wanted = not only or "learned" in only
+    ranked = systems(engine, tools, scores, load_ranker(ranker) if wanted else None)
+    if only:
+        ranked = {k: v for k, v in ranked.items() if k == "default" or k in only}
     report: dict[str, Any] = {}
     for split in sorted({r.split for r in requests}):
         reqs = [r for r in requests if r.split == split]
@@ -172,7 +185,9 @@ def run_set(
             "systems": {n: {k: round(m[k], 4) for k in METRICS} for n, m in means.items()},
             "default_vs": compare(rows),
             "calibration": {
-                name: calibration(reqs, runs[name], scores[name]) for name in ("default", "learned")
+                name: calibration(reqs, runs[name], scores[name])
+                for name in ("default", "learned")
+                if name in runs
             },
         }
         print(_line(ds.name, split, report[split]), flush=True)
@@ -215,9 +230,10 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join([head, rule, *lines])
 
 
-def rescore_ms(runs: int = 200) -> dict[str, float]:
-    """Best and median milliseconds the packaged ranker takes to re-score 100 candidates."""
-    ranker = load_ranker()
+def rescore_ms(folder: Path | None, runs: int = 200) -> dict[str, float]:
+    """Best and median milliseconds the ranker (the packaged one unless ``folder``) takes to
+    re-score 100 candidates."""
+    ranker = load_ranker(folder)
     hits = [Scored(f"t{i}", 0.8 - i / 200) for i in range(100)]
     legs = Legs(hits[:50], hits, hits, 1, 5000)
     tools = {h.id: Tool(id=h.id, name=f"tool {h.id}", description="Does one thing.") for h in hits}
@@ -225,7 +241,8 @@ def rescore_ms(runs: int = 200) -> dict[str, float]:
     took = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        ranker.probabilities(ranker.scores(features(legs, ids, ["tool"], tools)))
+        x = features(legs, ids, ["tool"], tools)
+        ranker.probabilities(ranker.scores(x), x)
         took.append((time.perf_counter() - t0) * 1000)
     took.sort()
     return {"best": round(took[0], 3), "median": round(took[len(took) // 2], 3)}
@@ -242,6 +259,9 @@ def main() -> int:
     parser.add_argument(
         "--ranker", type=Path, default=None, help="measure this refit's folder as `learned`"
     )
+    parser.add_argument(
+        "--systems", nargs="*", default=None, help="only these systems beside `default`"
+    )
     args = parser.parse_args()
     t0 = time.perf_counter()
     report: dict[str, Any] = {"sets": {}}
@@ -252,8 +272,8 @@ def main() -> int:
             continue
         reqs = [r for r in load_requests(ds, args.max_queries) if r.split in args.splits]
         if reqs:
-            report["sets"][name] = run_set(ds, reqs, args.db_dir, args.ranker)
-    report["rescore_100_ms"] = rescore_ms()
+            report["sets"][name] = run_set(ds, reqs, args.db_dir, args.ranker, args.systems)
+    report["rescore_100_ms"] = rescore_ms(args.ranker)
     report["seconds"] = round(time.perf_counter() - t0, 1)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "ranking.json").write_text(json.dumps(report, indent=1))

@@ -283,7 +283,7 @@ class Settings(BaseSettings):
         default=False,
         description="re-score a hybrid search's first 100 candidates with the learned ranker "
         "(search/rank.py); off by default: it does not beat the fusion on every dev set "
-        "(docs/BENCHMARKS.md section 15)",
+        "(docs/BENCHMARKS.md section 16)",
     )
     lexical_weight: float = 1.0
     vector_weight: float = 1.0
