@@ -14,10 +14,11 @@ Systems, all on toolscout's active embedding model, one index per set:
 * ``rrf`` — RRF (k = 60) of those two top-100 lists;
 * ``weighted_rrf`` — the same with weights 0.3 (bm25s) and 0.7 (cosine).
 
-For each set and split: hit@3 and nDCG@10 of every system, then ``default`` against each other
-system request by request: on how many requests one ranks a gold tool in the top 3 and the other
-does not (``+won/-lost``), with the exact two-sided sign test's p-value; the same for nDCG@10
-(a request counts where the two differ). Last, how well the default's and the learned
+For each set and split: hit@3 and nDCG@10 of every system, then ``default`` and ``learned``
+each against every other system request by request (``learned_vs`` in the JSON report): on
+how many requests one ranks a gold tool in the top 3 and the other does not (``+won/-lost``),
+with the exact two-sided sign test's p-value; the same for nDCG@10 (a request counts where the
+two differ). Last, how well the default's and the learned
 ranker's scores are calibrated: the expected calibration error (10 equal-width bins) of the first
 hit and of the first five. And the time the learned ranker takes to re-score 100 candidates.
 
@@ -110,12 +111,12 @@ def systems(
     return out
 
 
-def compare(rows: dict[str, list[dict[str, float]]]) -> dict[str, dict[str, Any]]:
-    """``default`` against every other system, per metric: (won, lost, sign-test p)."""
-    mine = rows["default"]
+def compare(rows: dict[str, list[dict[str, float]]], me: str) -> dict[str, dict[str, Any]]:
+    """System ``me`` against every other system, per metric: (won, lost, sign-test p)."""
+    mine = rows[me]
     out: dict[str, dict[str, Any]] = {}
     for name, theirs in rows.items():
-        if name == "default":
+        if name == me:
             continue
         out[name] = {}
         for metric in METRICS:
@@ -183,7 +184,8 @@ def run_set(
         report[split] = {
             "requests": len(reqs),
             "systems": {n: {k: round(m[k], 4) for k in METRICS} for n, m in means.items()},
-            "default_vs": compare(rows),
+            "default_vs": compare(rows, "default"),
+            "learned_vs": compare(rows, "learned") if "learned" in rows else {},
             "calibration": {
                 name: calibration(reqs, runs[name], scores[name])
                 for name in ("default", "learned")
@@ -261,7 +263,7 @@ def main() -> int:
     )
     parser.add_argument(
         "--systems", nargs="*", default=None, help="only these systems beside `default`"
-    )
+    )  # a refit is compared quickly with `--splits dev --systems learned --ranker DIR`
     args = parser.parse_args()
     t0 = time.perf_counter()
     report: dict[str, Any] = {"sets": {}}
