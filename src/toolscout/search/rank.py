@@ -4,7 +4,7 @@ A LightGBM LambdaRank model over per-(request, candidate) features (:data:`FEATU
 candidate's cosine to the request and where it stands among the vector leg's candidates (gap to
 the best, z-score, rank), its BM25 score in IDF units, relative to the best and its rank, the
 hand-set fusion's score and rank, the legs' reciprocal ranks summed as RRF does, how much of
-its name and its description the request says; plus request-level context (intents, catalog
+its name the request says; plus request-level context (intents, catalog
 size, the best cosine and BM25 evidence). Gradient-boosted trees were chosen over a linear
 model because the legs' value depends on context (BM25 counts when the request restates rare
 words, not when it shares one stray term), which trees learn without hand-made interactions;
@@ -64,13 +64,12 @@ FEATURES: tuple[str, ...] = (
     "server_best_gap",
     "server_share",
     "rrf",
-    "description_covered",
 )
 
 #: How each feature may move the ranker's output, in :data:`FEATURES` order (1: never down as
 #: the feature grows, -1: never up, 0: free). Evidence for a candidate may only help it, so a
 #: ranker cannot learn to punish a tool for matching the request better than its peers.
-MONOTONE: tuple[int, ...] = (0, 0, 0, 0, 0, 0, 1, 1, 1, -1, 1, 1, -1, 1, -1, 1, 1, 0, 0, 1, 1)
+MONOTONE: tuple[int, ...] = (0, 0, 0, 0, 0, 0, 1, 1, 1, -1, 1, 1, -1, 1, -1, 1, 1, 0, 0, 1)
 
 #: The k of the reciprocal-rank feature, as in RRF.
 RRF_K = 60.0
@@ -130,7 +129,6 @@ def features(
         tool = tools.get(tid)
         name = _token_set(tool.name if tool else "")
         shared = len(name & query)
-        said = len(_token_set(tool.description if tool else "") & query)
         rrf = 1.0 / (RRF_K + cos_rank.get(tid, len(legs.vector) + 1))
         if tid in lex_rank:
             rrf += 1.0 / (RRF_K + lex_rank[tid])
@@ -150,16 +148,14 @@ def features(
             server_best[server[tid]] - best_cos,
             top_servers.count(server[tid]) / max(1, len(top_servers)),
             rrf * RRF_K,
-            said / len(query) if query else 0.0,
         ]
     return rows
 
 
 @lru_cache(maxsize=65536)
-def _token_set(text: str) -> frozenset[str]:
-    # Analysing a name or a description costs more than the rest of its row; they repeat
-    # across requests.
-    return frozenset(analyze(text))
+def _token_set(name: str) -> frozenset[str]:
+    # Analysing a name costs more than the rest of its row; names repeat across requests.
+    return frozenset(analyze(name))
 
 
 @dataclass(frozen=True)
