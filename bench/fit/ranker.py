@@ -1,6 +1,6 @@
 """Fit the learned ranker (search/rank.py) and its probability calibration.
 
-    python bench/fit/ranker.py [--write] [--fixed-rounds 130] [--max-train 6000] [--db-dir DIR]
+    python bench/fit/ranker.py [--write] [--fixed-rounds 90] [--max-train 6000] [--db-dir DIR]
 
 Data: the ``train`` requests of ``data/natural``, each searched over its source's whole
 catalog: MetaTool's at most ``--max-train`` (an even stride) of those the packaged embedder did
