@@ -118,11 +118,11 @@ def fts5_totals(conn: Any) -> tuple[int, int]:
     found = conn.execute("SELECT block FROM tools_fts_data WHERE id=1").fetchone()
     if found is None or not found[0]:
         return 0, 0
-    values = _varints(bytes(found[0]))
+    values = varints(bytes(found[0]))
     return values[0], sum(values[1:])
 
 
-def _varints(data: bytes) -> list[int]:
+def varints(data: bytes) -> list[int]:
     """SQLite's big-endian varints (seven bits a byte; a ninth byte carries eight)."""
     out: list[int] = []
     i = 0
