@@ -143,6 +143,7 @@ def test_a_reset_index_is_loaded_again(tmp_path: Path) -> None:
         "tools": 1,
         "postings": 2,
         "terms": 2,
+        "loading": False,
     }
     store.close()
 
@@ -163,6 +164,22 @@ def test_tools_without_stored_terms_leave_fts5_answering_until_rewritten(
     assert store.lex.describe()["leg"] == "fts5"
     store.upsert(_entries(random.Random(6), range(20)))  # the same tools, written again
     assert_as_fts5(store, rng)
+    store.close()
+
+
+def test_a_large_index_is_loaded_apart_while_fts5_answers(tmp_path: Path) -> None:
+    rng = random.Random(8)
+    store = _store(tmp_path / "i.db")
+    store.lex.inline_load = 0  # as a catalog above INLINE_LOAD tools
+    store.upsert(_entries(rng, range(40)))
+    with store.lex._lock:  # the handover waits: the first searches are FTS5's
+        first = store.lexical(["file", "w3"], limit=10, weights=WEIGHTS)
+        assert first == store.lexical_leg.lexical(["file", "w3"], limit=10, weights=WEIGHTS)
+        assert first and store.lex.describe()["leg"] == "fts5"
+        store.upsert(_entries(rng, range(35, 45)))  # written while the index loads
+    assert store.lex.wait_loaded(timeout=60)
+    assert_as_fts5(store, rng)
+    assert store.lex.describe()["tools"] == 45
     store.close()
 
 

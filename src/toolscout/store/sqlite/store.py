@@ -308,6 +308,7 @@ class SQLiteStore(SQLStore):
         return self.database.version()
 
     def close(self) -> None:
+        self.lex.close()
         self.ann.close()
         self.database.close()
 

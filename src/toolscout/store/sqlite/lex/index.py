@@ -117,23 +117,42 @@ class PostingIndex:
         return terms, f.astype(np.float64, copy=False)
 
     def load(self, chunks: Any) -> None:
-        """Build the base group from ``chunks`` (lists of rows, rowid order)."""
+        """Build the base group from ``chunks`` (lists of rows, rowid order), a chunk at a
+        time in numpy."""
         built = Postings()
         rowids: list[int] = []
         lengths: list[int] = []
         for chunk in chunks:
+            first = len(rowids)
             for row in chunk:
-                terms, f = self.parse(row)
-                built.add(terms, len(rowids), f)
                 rowids.append(row.rowid)
                 lengths.append(row.length)
                 self.ids.append(row.tool_id)
                 self.hashes.append(hash((row.length, row.terms, row.tf)))
+            self._parse_chunk(chunk, first, built)
         self.rowids = np.asarray(rowids, dtype=np.int64)
         self.length = np.asarray(lengths, dtype=np.float64)
         self.alive = np.ones(len(rowids), bool)
         self.base = built.group(len(self.vocab))
         self._index_rowids()
+
+    def _parse_chunk(self, chunk: Sequence[TermsRow], first: int, into: Postings) -> None:
+        """:meth:`parse` of many rows at once (positions from ``first``)."""
+        rows = len(chunk)
+        words = " ".join(r.terms for r in chunk).split()
+        vocab = self.vocab
+        terms = np.fromiter((vocab.setdefault(w, len(vocab)) for w in words), np.int64, len(words))
+        per_row = np.fromiter((len(r.terms.split()) for r in chunk), np.int64, rows)
+        records = np.fromiter((len(r.tf) // 4 for r in chunk), np.int64, rows)
+        index, col, count = decode(b"".join(r.tf for r in chunk))
+        offsets = np.cumsum(per_row) - per_row
+        at = offsets[np.repeat(np.arange(rows), records)] + index
+        f = np.bincount(at, weights=self.weights[col] * count, minlength=len(words))
+        pos = np.repeat(np.arange(first, first + rows, dtype=np.int64), per_row)
+        into.terms.append(terms)
+        into.pos.append(pos)
+        into.f.append(f.astype(np.float64, copy=False))
+        into.size += len(terms)
 
     def _index_rowids(self) -> None:
         top = int(self.rowids.max()) + 1 if len(self.rowids) else 0
@@ -178,6 +197,10 @@ class PostingIndex:
 
     def set_totals(self, rows: int, tokens: int) -> None:
         """FTS5's ``N`` and token total; the length norm of every position follows them."""
+        if (rows, tokens) == (self.rows_total, self.tokens_total) and len(self.norm) == len(
+            self.length
+        ):
+            return  # a write elsewhere in the file (feedback, enrichment): nothing moved
         self.rows_total, self.tokens_total = rows, tokens
         avgdl = tokens / rows if rows else 1.0
         self.norm = K1 * ((1.0 - B) + (B * self.length) / avgdl)

@@ -45,6 +45,9 @@ log = logging.getLogger("toolscout")
 DEFAULT_MIN_TOOLS = 5_000
 #: The index is loaded again when its delta holds more postings than this share of the base.
 RELOAD_SHARE = 0.25
+#: Tools loaded inline, inside the search that needs the index; more are loaded by a thread of
+#: its own on its own connection (seconds at 1M tools) while FTS5 answers.
+INLINE_LOAD = 20_000
 
 
 class LexicalLeg:
@@ -65,6 +68,9 @@ class LexicalLeg:
         self._state: LogState | None = None
         self._seq = 0
         self._epoch = ""
+        self.inline_load = INLINE_LOAD
+        self._loader: threading.Thread | None = None
+        self._closed = False
 
     # -- answering ----------------------------------------------------------------------------
     def lexical(
@@ -124,10 +130,10 @@ class LexicalLeg:
             try:
                 state = log_state(conn, self._state)
                 self._state = state
-                if state.tools < self.min_tools:
+                if state.tools < self.min_tools or self._closed:
                     self._index = None
                 elif self._index is None or not self._follows(state, weights):
-                    self._index = self._load(conn, state, weights)
+                    self._reload(conn, state, weights)
                 else:
                     self._catch_up(conn, self._index, state)
                 if self._index is not None:
@@ -141,10 +147,64 @@ class LexicalLeg:
         assert index is not None
         gap = state.oldest > 0 and self._seq < state.oldest - 1
         same = tuple(index.weights.tolist()) == weights and self._epoch == state.epoch
-        grown = index.delta_size > max(50_000, RELOAD_SHARE * index.base_size)
-        return same and not gap and self._seq <= state.last and not grown
+        return same and not gap and self._seq <= state.last and not self._grown(index)
 
-    def _load(self, conn: Any, state: LogState, weights: tuple[float, ...]) -> PostingIndex | None:
+    @staticmethod
+    def _grown(index: PostingIndex) -> bool:
+        return index.delta_size > max(50_000, RELOAD_SHARE * index.base_size)
+
+    def _reload(self, conn: Any, state: LogState, weights: tuple[float, ...]) -> None:
+        """Load the index inline (small) or start loading it apart (large). A large index that
+        only outgrew its delta keeps answering, caught up, until the new one is in."""
+        if state.tools <= self.inline_load:
+            self._index = self._build(conn, state, weights)
+            if self._index is not None:
+                self._seq, self._epoch = state.last, state.epoch
+            return
+        index = self._index
+        keep = index is not None and self._grown(index) and self._epoch == state.epoch
+        if keep and index is not None and self._seq <= state.last:
+            self._catch_up(conn, index, state)
+        else:
+            self._index = None
+        if self._loader is None:
+            self._loader = threading.Thread(target=self._load_apart, args=(weights,), daemon=True)
+            self._loader.start()
+
+    def _load_apart(self, weights: tuple[float, ...]) -> None:
+        """Load the index on a connection of its own, then hand it over (the next search
+        catches it up from the log position it was read at)."""
+        try:
+            uri = f"{self.db.path.resolve().as_uri()}?mode=ro"
+            conn = sqlean.connect(uri, uri=True, isolation_level=None)
+            try:
+                conn.execute("BEGIN")
+                state = log_state(conn)
+                index = self._build(conn, state, weights)
+                totals = fts5_totals(conn)
+                conn.execute("COMMIT")
+            finally:
+                conn.close()
+            with self._lock:
+                if not self._closed:
+                    if index is not None:
+                        index.set_totals(*totals)
+                    self._index, self._seq, self._epoch = index, state.last, state.epoch
+                    self._key = None
+        except (sqlean.Error, StoreError) as exc:
+            log.warning("loading the lexical posting index failed (%s); FTS5 answers", exc)
+        finally:
+            with self._lock:
+                self._loader = None
+
+    def wait_loaded(self, timeout: float | None = None) -> bool:
+        """Wait for a load running apart; True when none is running (for tools and tests)."""
+        thread = self._loader
+        if thread is not None:
+            thread.join(timeout)
+        return self._loader is None
+
+    def _build(self, conn: Any, state: LogState, weights: tuple[float, ...]) -> PostingIndex | None:
         have = conn.execute("SELECT count(*) FROM tools_terms").fetchone()[0]
         if have < state.tools:  # tools written before their terms were kept
             log.info(
@@ -157,7 +217,6 @@ class LexicalLeg:
             return None
         index = PostingIndex(weights)
         index.load(all_rows(conn))
-        self._seq, self._epoch = state.last, state.epoch
         return index
 
     def _catch_up(self, conn: Any, index: PostingIndex, state: LogState) -> None:
@@ -169,13 +228,20 @@ class LexicalLeg:
             index.apply(rows, gone)
         self._seq = state.last
         if index.live != state.tools:  # a tool without terms: the rows decide
-            self._index = self._load(conn, state, tuple(index.weights.tolist()))
+            self._index = None
+            self._reload(conn, state, tuple(index.weights.tolist()))
 
     # -- upkeep -------------------------------------------------------------------------------
     def reset(self) -> None:
         """The index was emptied or replaced: load again on the next search."""
         with self._lock:
             self._index, self._key, self._state = None, None, None
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._index = None
+        self.wait_loaded(60)
 
     def describe(self) -> dict[str, Any]:
         """Which leg answers and how large the posting index is (for ``info`` and benchmarks)."""
@@ -187,6 +253,7 @@ class LexicalLeg:
                 "tools": index.live if index is not None else 0,
                 "postings": index.base_size + index.delta_size if index is not None else 0,
                 "terms": len(index.vocab) if index is not None else 0,
+                "loading": self._loader is not None,
             }
 
 
