@@ -153,7 +153,7 @@ def _timed(
             engine.store.nearest_many(vec, limit=100)
             times[f"{leg}_vec"].append((time.perf_counter() - t) * 1000)
         for lex in lexicals:
-            _use(engine, "exact", lex)
+            _use(engine, legs[0], lex)
             t = time.perf_counter()
             engine.search(q, mode=SearchMode.BM25, limit=10)
             times[f"bm25_{lex}"].append((time.perf_counter() - t) * 1000)
