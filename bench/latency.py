@@ -107,8 +107,11 @@ def _use(engine: Engine, leg: str, lexical: str = "fts5") -> None:
 def _postings(engine: Engine) -> dict[str, object]:
     """Load the posting index of the written catalog (what a serving process does first)."""
     lex = engine.store.lex  # type: ignore[attr-defined]
+    weights = tuple(engine.searcher.config.field_weights)
     t0 = time.perf_counter()
-    assert lex.current(tuple(engine.searcher.config.field_weights)) is not None
+    lex.current(weights)  # large: loaded on a thread of its own
+    lex.wait_loaded(None)
+    assert lex.current(weights) is not None, "the posting index was not loaded"
     return {"load_s": round(time.perf_counter() - t0, 2), **lex.describe()}
 
 

@@ -137,6 +137,8 @@ class PostingsLeg(FTS5Leg):
                 [IndexEntry(t, f, one, t.content_hash) for t, f in docs[start : start + 5000]]
             )
         self.store.lex.current(self.weights)  # loaded here, not inside the first timed search
+        self.store.lex.wait_loaded(None)
+        assert self.store.lex.current(self.weights) is not None
 
     def search(self, tokens: Sequence[str], limit: int) -> list[Scored]:
         assert self.store is not None

@@ -241,7 +241,7 @@ class Settings(BaseSettings):
         ge=0,
         description="embedded SQLite store: from this many tools an in-memory posting index "
         "answers the lexical leg (FTS5's bm25() scores, faster on large catalogs) instead of "
-        "FTS5 (None: the store's default, 5,000; 0: always)",
+        "FTS5 (None: the store's default, 1,000; 0: always)",
     )
     embed_model: str = Field(
         default="local:tool-minilm-l6",

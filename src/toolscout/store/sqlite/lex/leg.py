@@ -15,16 +15,18 @@ truth, and it lives only in the process's memory:
   FTS5's totals, and applies them (idempotently). Another process's writes are followed the
   same way; a log gap (pruned past the leg's position), another epoch (a reset or swapped
   file), other field weights or a large delta make it load again from the rows.
-- **FTS5 answers** below ``min_tools`` tools, while tools written before the terms table
-  existed lack their terms (``toolscout index --rebuild`` writes them), and for a query token
-  FTS5 would read as a phrase of several tokens (never the analyser's output).
+- **FTS5 answers** below ``min_tools`` tools, while an index of more than ``INLINE_LOAD``
+  tools loads (on a thread of its own), while tools written before the terms table existed lack
+  their terms (``toolscout index --rebuild`` writes them), and for a query token FTS5 would
+  read as a phrase of several tokens (never the analyser's output).
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import sqlean
@@ -41,13 +43,15 @@ from toolscout.store.sqlite.lexical import FTS5Lexical
 
 log = logging.getLogger("toolscout")
 
-#: Tools from which the posting index answers (docs/BENCHMARKS.md §2).
-DEFAULT_MIN_TOOLS = 5_000
+#: Tools from which the posting index answers (docs/benchmarks/lexical.md: it is faster than
+#: FTS5 from 1,000 tools on; below, both answer in well under a millisecond).
+DEFAULT_MIN_TOOLS = 1_000
 #: The index is loaded again when its delta holds more postings than this share of the base.
 RELOAD_SHARE = 0.25
-#: Tools loaded inline, inside the search that needs the index; more are loaded by a thread of
-#: its own on its own connection (seconds at 1M tools) while FTS5 answers.
-INLINE_LOAD = 20_000
+#: Tools loaded inline, inside the search that needs the index (tens of ms); more are loaded by
+#: a thread on its own connection (seconds at 1M tools) while FTS5 answers, so a process that
+#: runs one search (the CLI) never waits for a load.
+INLINE_LOAD = 2_000
 
 
 class LexicalLeg:
@@ -180,7 +184,7 @@ class LexicalLeg:
             try:
                 conn.execute("BEGIN")
                 state = log_state(conn)
-                index = self._build(conn, state, weights)
+                index = self._build(conn, state, weights, stop=lambda: self._closed)
                 totals = fts5_totals(conn)
                 conn.execute("COMMIT")
             finally:
@@ -204,7 +208,13 @@ class LexicalLeg:
             thread.join(timeout)
         return self._loader is None
 
-    def _build(self, conn: Any, state: LogState, weights: tuple[float, ...]) -> PostingIndex | None:
+    def _build(
+        self,
+        conn: Any,
+        state: LogState,
+        weights: tuple[float, ...],
+        stop: Callable[[], bool] = lambda: False,
+    ) -> PostingIndex | None:
         have = conn.execute("SELECT count(*) FROM tools_terms").fetchone()[0]
         if have < state.tools:  # tools written before their terms were kept
             log.info(
@@ -216,8 +226,8 @@ class LexicalLeg:
             )
             return None
         index = PostingIndex(weights)
-        index.load(all_rows(conn))
-        return index
+        index.load(itertools.takewhile(lambda _: not stop(), all_rows(conn)))
+        return None if stop() else index
 
     def _catch_up(self, conn: Any, index: PostingIndex, state: LogState) -> None:
         if self._seq == state.last:
@@ -238,10 +248,10 @@ class LexicalLeg:
             self._index, self._key, self._state = None, None, None
 
     def close(self) -> None:
+        """Forget the index; a load running apart stops at its next chunk (not waited for)."""
         with self._lock:
             self._closed = True
             self._index = None
-        self.wait_loaded(60)
 
     def describe(self) -> dict[str, Any]:
         """Which leg answers and how large the posting index is (for ``info`` and benchmarks)."""
