@@ -195,7 +195,7 @@ class LexicalLeg:
                         index.set_totals(*totals)
                     self._index, self._seq, self._epoch = index, state.last, state.epoch
                     self._key = None
-        except (sqlean.Error, StoreError) as exc:
+        except Exception as exc:  # a thread's end: whatever failed, FTS5 keeps answering
             log.warning("loading the lexical posting index failed (%s); FTS5 answers", exc)
         finally:
             with self._lock:
