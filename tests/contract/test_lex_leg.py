@@ -183,6 +183,31 @@ def test_a_large_index_is_loaded_apart_while_fts5_answers(tmp_path: Path) -> Non
     store.close()
 
 
+def test_an_index_that_outgrew_its_delta_answers_while_its_successor_loads(
+    tmp_path: Path,
+) -> None:
+    rng = random.Random(9)
+    store = _store(tmp_path / "i.db")
+    store.upsert(_entries(rng, range(40)))
+    assert_as_fts5(store, rng)  # loaded inline
+    store.lex.inline_load, store.lex.reload_min = 0, 0
+    with store.lex._lock:  # the handover waits: the old index, caught up, answers
+        store.upsert(_entries(rng, range(20, 60)))  # a delta past a quarter of the base
+        assert store.lex.describe()["loading"]
+        assert_as_fts5(store, rng)
+    assert store.lex.wait_loaded(timeout=60)
+    assert_as_fts5(store, rng)
+    assert store.lex.describe() | {"min_tools": 0} == {
+        "leg": "postings",
+        "min_tools": 0,
+        "tools": 60,
+        "postings": store.lex.describe()["postings"],
+        "terms": store.lex.describe()["terms"],
+        "loading": False,
+    }
+    store.close()
+
+
 def test_a_token_fts5_reads_as_a_phrase_is_answered_by_fts5(tmp_path: Path) -> None:
     store = _store(tmp_path / "i.db")
     store.upsert(

@@ -46,8 +46,10 @@ log = logging.getLogger("toolscout")
 #: Tools from which the posting index answers (docs/benchmarks/lexical.md: it is faster than
 #: FTS5 from 1,000 tools on; below, both answer in well under a millisecond).
 DEFAULT_MIN_TOOLS = 1_000
-#: The index is loaded again when its delta holds more postings than this share of the base.
+#: The index is loaded again when its delta holds more postings than this share of the base
+#: (and than RELOAD_MIN).
 RELOAD_SHARE = 0.25
+RELOAD_MIN = 50_000
 #: Tools loaded inline, inside the search that needs the index (tens of ms); more are loaded by
 #: a thread on its own connection (seconds at 1M tools) while FTS5 answers, so a process that
 #: runs one search (the CLI) never waits for a load.
@@ -73,6 +75,7 @@ class LexicalLeg:
         self._seq = 0
         self._epoch = ""
         self.inline_load = INLINE_LOAD
+        self.reload_min = RELOAD_MIN
         self._loader: threading.Thread | None = None
         self._closed = False
 
@@ -140,6 +143,8 @@ class LexicalLeg:
                     self._reload(conn, state, weights)
                 else:
                     self._catch_up(conn, self._index, state)
+                    if self._index is not None and self._grown(self._index):
+                        self._reload(conn, state, weights)
                 if self._index is not None:
                     self._index.set_totals(*fts5_totals(conn))
             finally:
@@ -149,13 +154,16 @@ class LexicalLeg:
         """Whether the loaded index can be caught up to ``state`` by replaying the log."""
         index = self._index
         assert index is not None
+        return self._only_grown(index, state, weights) and not self._grown(index)
+
+    def _only_grown(self, index: PostingIndex, state: LogState, weights: tuple[float, ...]) -> bool:
+        """Whether the index is still exact once caught up (it may have outgrown its delta)."""
         gap = state.oldest > 0 and self._seq < state.oldest - 1
         same = tuple(index.weights.tolist()) == weights and self._epoch == state.epoch
-        return same and not gap and self._seq <= state.last and not self._grown(index)
+        return same and not gap and self._seq <= state.last
 
-    @staticmethod
-    def _grown(index: PostingIndex) -> bool:
-        return index.delta_size > max(50_000, RELOAD_SHARE * index.base_size)
+    def _grown(self, index: PostingIndex) -> bool:
+        return index.delta_size > max(self.reload_min, RELOAD_SHARE * index.base_size)
 
     def _reload(self, conn: Any, state: LogState, weights: tuple[float, ...]) -> None:
         """Load the index inline (small) or start loading it apart (large). A large index that
@@ -166,8 +174,7 @@ class LexicalLeg:
                 self._seq, self._epoch = state.last, state.epoch
             return
         index = self._index
-        keep = index is not None and self._grown(index) and self._epoch == state.epoch
-        if keep and index is not None and self._seq <= state.last:
+        if index is not None and self._only_grown(index, state, weights):
             self._catch_up(conn, index, state)
         else:
             self._index = None
