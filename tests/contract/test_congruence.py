@@ -1,8 +1,7 @@
 """Congruence: the same catalog indexed in SQLite (with its exact vector leg and FTS5, with its
 Qdrant Edge HNSW leg forced on, and with its in-memory lexical posting index forced on), in
-PostgreSQL and in PostgreSQL with a Qdrant vector leg
-(qdrant-client's local mode) gives the same top-10 ids for every query, in every mode, fusion
-and hierarchical strategy.
+PostgreSQL and in PostgreSQL with a Qdrant vector leg (Qdrant Edge in process) gives the same
+top-10 ids for every query, in every mode, fusion and hierarchical strategy.
 
 The one allowed difference is a documented tie: the vector legs compute the same cosine in
 float32 with different summation orders (numpy's BLAS vs pgvector's loop), so two tools whose
