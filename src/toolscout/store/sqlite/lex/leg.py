@@ -33,6 +33,7 @@ import sqlean
 
 from toolscout.errors import StoreError
 from toolscout.models import Filters, Scored
+from toolscout.store.base import LEXICAL_FIELDS
 from toolscout.store.fts5 import fts5_tokens
 from toolscout.store.sql.dialect import SQLITE, where
 from toolscout.store.sqlite.ann.rows import LogState, changed_rows, log_state
@@ -116,9 +117,9 @@ class LexicalLeg:
     def current(self, weights: tuple[float, ...] | None) -> PostingIndex | None:
         """The posting index for ``weights`` (None: every field 1.0), caught up with the
         committed rows; None while FTS5 answers. Raises: StoreError."""
-        w = weights if weights is not None else (1.0,) * 8
-        if len(w) != 8:
-            raise ValueError("weights must have 8 entries")
+        w = weights if weights is not None else (1.0,) * len(LEXICAL_FIELDS)
+        if len(w) != len(LEXICAL_FIELDS):
+            raise ValueError(f"weights must have {len(LEXICAL_FIELDS)} entries")
         with self._lock:
             key = self.db.version()
             if key != self._key or w != self._weights:
