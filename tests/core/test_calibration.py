@@ -54,9 +54,7 @@ def test_a_request_whose_closest_tool_is_closer_is_more_likely_answerable() -> N
     hit = Evidence(cosine=0.7, standout=0.4, lexical=1.5, relative=1.0)
     for mode in ("hybrid", "vector", "bm25"):
         assert cal.answerable(mode, near) > cal.answerable(mode, far)
-        assert cal.probability(mode, hit, cal.answerable(mode, near)) <= cal.probability(
-            mode, hit
-        )
+        assert cal.probability(mode, hit, cal.answerable(mode, near)) <= cal.probability(mode, hit)
 
 
 def test_the_request_model_reads_the_features_its_file_names(tmp_path: Path) -> None:
