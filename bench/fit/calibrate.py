@@ -21,8 +21,11 @@ model.
      and all 1,821 training tools, with gold tools and near-copies taken out for the no-match
      rows, and MetaTool's training requests that no tool or no offered tool serves
      (``bench/fit/answerable.py`` says how each row is made).
-2. Fit, per search mode, the two logistic models on those rows. A hit's score is their product.
-3. Choose ``no_match_below`` (a bound on ``P(answerable)``) per mode on **dev** requests only:
+2. Fit, per search mode, the two logistic models on those rows (the request model once per
+   feature set of ``CANDIDATES``). A hit's score is their product.
+3. Choose ``no_match_below`` (a bound on ``P(answerable)``) per mode and request model on **dev**
+   requests only (``no_match_rule.py``), then keep the request model that flags the most no-match
+   dev requests on average (same-run baselines: the previous rule, the closest cosine alone):
    the highest threshold that flags at most 5 % of the answerable requests of every dev set
    separately (the odd ids of the paraphrase and single-intent sets, the dev splits of
    data/natural over their catalogs and over dev catalogs of 100, 500 and 2,500 data/natural
