@@ -192,6 +192,9 @@ def collect_training(
             rows[mode].extend(part)
         cat = Catalog(engine, catalog_rows(ds.tools))
         request_rows += labelled(cat, reqs, source)
+        copies = [len(cat.near(gold)) - len(set(gold)) for _, gold in reqs]
+        print(f"{source}: near-copies of the gold tools, mean {np.mean(copies):.2f}; "
+              f"{np.mean([c > 0 for c in copies]):.1%} of the requests have one")  # fmt: skip
         foreign = [
             text
             for other in TRAIN_SOURCES
