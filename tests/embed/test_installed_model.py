@@ -134,6 +134,7 @@ def test_search_on_another_model_ranks_by_the_fusion_and_says_scores_are_approxi
         searcher.close()
         result = engine.search("read a file from disk", limit=3)
         assert result.hits
+        assert str(result.metadata["calibration"]).startswith("approximate: fitted for")
     finally:
         engine.close()
 
