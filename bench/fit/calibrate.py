@@ -16,18 +16,22 @@ model.
    * "this hit is the one that serves the request": each training request is searched over its
      own catalog; its top 10 give rows (a hit is positive when it is gold), and the top 10
      without its gold tools give negative rows;
-   * "some indexed tool serves the request", from the cosine of the vector leg's closest tool
-     (BM25 for ``bm25``): positive for each training request over its own catalog; negative for
-     the same request with its gold tools taken out (a near miss) and for requests of the
-     *other* training sources searched over this catalog (APIs of another domain; a rare
-     accidental fit there is label noise).
-2. Fit, per search mode, the two logistic models on those rows. A hit's score is their product.
-   (Other request-level signals were measured and not used; see git history.)
-3. Choose ``no_match_below`` (a bound on ``P(answerable)``) per mode on **dev** requests only:
-   the highest threshold that flags at most 5 % of the answerable requests of every dev set (the
-   odd ids of the paraphrase and single-intent sets, the dev splits of data/natural, the
-   multi-intent set); report the share of each dev set and of the no-match dev requests
-   (tests/data/no_match, odd ids) it flags.
+   * "some indexed tool serves the request" (``P(answerable)``): labelled answerable and
+     no-match rows of training requests over their own catalogs and over catalogs of 100, 500
+     and all 1,821 training tools, with gold tools and near-copies taken out for the no-match
+     rows, and MetaTool's training requests that no tool or no offered tool serves
+     (``bench/fit/answerable.py`` says how each row is made).
+2. Fit, per search mode, the two logistic models on those rows (the request model once per
+   feature set of ``CANDIDATES``). A hit's score is their product.
+3. Choose ``no_match_below`` (a bound on ``P(answerable)``) per mode and request model on **dev**
+   requests only (``no_match_rule.py``), then keep the request model that flags the most no-match
+   dev requests on average (same-run baselines: the previous rule, the closest cosine alone):
+   the highest threshold that flags at most 5 % of the answerable requests of every dev set
+   separately (the odd ids of the paraphrase and single-intent sets, the dev splits of
+   data/natural over their catalogs and over dev catalogs of 100, 500 and 2,500 data/natural
+   tools, the multi-intent set); report the share of each dev set and of each no-match dev set
+   it flags (tests/data/no_match odd ids, dev requests left out of the sized catalogs, MetaTool's
+   dev requests that no tool or no offered tool serves).
 4. With ``--write``, store the result beside the code.
 5. Report what the choices flag on the held-out halves (even ids of tests/data/no_match and of
    tests/data/single_intent); nothing here chooses anything on them or on a test split.
@@ -38,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import pickle
 import subprocess
 import sys
 import time
@@ -51,6 +56,26 @@ import numpy as np
 
 # The shared loaders (natural.py) live one folder up, beside the product benchmarks.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from answerable import (
+    PREVIOUS_RULE_COSINE,
+    Catalog,
+    Evidences,
+    Row,
+    catalog_rows,
+    collect_dev_no_match,
+    fit_request_model,
+    labelled,
+    natural_index,
+    no_match_requests,
+    not_offered,
+    report_rows,
+    seeded_sample,
+    sized,
+    unanswerable,
+)
+from no_match_rule import choose, flag_rates, print_choice, select_request_model
 
 from natural import (
     ROOT,
@@ -68,18 +93,32 @@ from toolscout.models import Ranked, SearchMode
 from toolscout.search.calibration import (
     CALIBRATION_FILE,
     MODE_FEATURES,
-    REQUEST_FEATURES,
     Calibration,
     Evidence,
     ModeModel,
+    RequestEvidence,
     embedder_identity,
     fit_logistic,
     load_calibration,
+    request_evidence,
 )
 
 MODES = ("hybrid", "vector", "bm25")
 TRAIN_SOURCES = ("metatool", "gorilla_apibench", "bfcl")
-MAX_FLAGGED = 0.05
+
+
+TRAIN_SIZES = (100, 500, 0)
+#: The request models tried per mode (features of ``RequestEvidence``); the one that flags the
+#: most no-match dev requests at the precision bar is kept.
+_VECTOR = (
+    ("cosine",), ("cosine", "gap"), ("cosine", "lead"), ("cosine", "size"),
+    ("cosine", "lead", "size"), ("cosine", "gap", "size", "cosine_size"),
+)  # fmt: skip
+CANDIDATES: dict[str, tuple[tuple[str, ...], ...]] = {
+    "hybrid": (*_VECTOR, ("cosine", "lexical"), ("cosine", "lead", "lexical", "size")),
+    "vector": _VECTOR,
+    "bm25": (("lexical",), ("lexical", "lexical_gap"), ("lexical", "size")),
+}
 
 
 def _sample(items: list[Any], limit: int) -> list[Any]:
@@ -94,43 +133,14 @@ def _train_requests(path: Path, limit: int) -> list[tuple[str, tuple[str, ...]]]
 
 
 Rows = dict[str, list[tuple[list[float], float]]]
-RequestRows = dict[str, list[tuple[Evidence, float]]]
 Found = dict[SearchMode, list[tuple[Ranked, Evidence]]]
+T = TypeVar("T")
 
 
-def request_evidence(
-    engine: Engine, text: str, exclude: frozenset[str] = frozenset()
-) -> dict[str, Evidence | None]:
-    """What each mode's request model reads, as search/hybrid.py computes it, with the tools in
-    ``exclude`` taken out as if they were not indexed: the vector leg's closest remaining tool
-    (``hybrid`` and ``vector`` alike) and the best remaining BM25 hit (``bm25``). None: no hit."""
-    search = engine.searcher.search_evidence
-    legs = (SearchMode.BM25, SearchMode.VECTOR)
-    return evidence_without(
-        {m: search(text, mode=m, limit=10 + len(exclude)) for m in legs}, exclude
-    )
-
-
-def evidence_without(found: Found, exclude: frozenset[str]) -> dict[str, Evidence | None]:
-    """:func:`request_evidence` from searches already made (``found``: each leg's hits, at
-    least ten more than ``exclude`` holds)."""
-
-    def remaining(leg: SearchMode) -> list[Evidence]:
-        return [ev for ranked, ev in found[leg] if ranked.id not in exclude]
-
-    lexical, vector = remaining(SearchMode.BM25), remaining(SearchMode.VECTOR)
-    closest = max(vector, key=lambda ev: ev.cosine or 0.0) if vector else None
-    near = Evidence(closest.cosine, closest.standout, None, 1.0) if closest else None
-    return {"hybrid": near, "vector": near, "bm25": lexical[0] if lexical else None}
-
-
-def training_rows(
-    engine: Engine, requests: list[tuple[str, tuple[str, ...]]], request_rows: RequestRows
-) -> Rows:
-    """Feature rows per mode: the top 10 over the whole catalog (gold hits positive), and the
-    top 10 once the gold tools are taken out (all negative; each hit's relative score is
-    re-based on the best remaining hit, as if the gold tools were not indexed). Request rows:
-    the request over the whole catalog (answerable) and without its gold tools (not)."""
+def training_rows(engine: Engine, requests: list[tuple[str, tuple[str, ...]]]) -> Rows:
+    """Hit rows per mode: the top 10 over the whole catalog (gold hits positive), and the top
+    10 once the gold tools are taken out (all negative; each hit's relative score is re-based
+    on the best remaining hit, as if the gold tools were not indexed)."""
     rows: dict[str, list[tuple[list[float], float]]] = {m: [] for m in MODES}
     for text, gold in requests:
         gold_set = set(gold)
@@ -140,10 +150,6 @@ def training_rows(
             )
             for mode in MODES
         }
-        for label, exclude in ((1.0, frozenset[str]()), (0.0, frozenset(gold_set))):
-            for mode, request in evidence_without(searched, exclude).items():
-                if request is not None:
-                    request_rows[mode].append((request, label))
         for mode in MODES:
             names = MODE_FEATURES[mode]
             found = searched[SearchMode(mode)]
@@ -157,86 +163,62 @@ def training_rows(
     return rows
 
 
-def foreign_rows(engine: Engine, texts: list[str], request_rows: RequestRows) -> None:
-    """Negative request rows: requests written for another catalog."""
+def dev_evidence(engine: Engine, texts: list[str]) -> Evidences:
+    """Per request: what the request model reads over the whole index, as a search computes
+    it (None: no hit)."""
+    out: list[RequestEvidence | None] = []
     for text in texts:
-        for mode, request in request_evidence(engine, text).items():
-            if request is not None:
-                request_rows[mode].append((request, 0.0))
-
-
-def dev_evidence(engine: Engine, texts: list[str]) -> dict[str, list[Evidence | None]]:
-    """Per request: what each mode's request model reads, and (``"top"``) the evidence of the
-    default search's first hit, for the baselines (None: nothing found)."""
-    out: dict[str, list[Evidence | None]] = {m: [] for m in (*MODES, "top")}
-    for text in texts:
-        for mode, request in request_evidence(engine, text).items():
-            out[mode].append(request)
-        found = engine.searcher.search_evidence(text, mode=SearchMode.HYBRID, limit=1)
-        out["top"].append(found[0][1] if found else None)
-    return out
-
-
-def crowd(ev: Evidence) -> float:
-    """The median cosine of the vector leg's candidates (the hit's cosine minus its standout)."""
-    return (ev.cosine or 0.0) - (ev.standout or 0.0)
-
-
-def flag_rates(
-    judge: Callable[[Evidence], float],
-    answerable: list[list[Evidence | None]],
-    *unanswerable: list[Evidence | None],
-) -> tuple[float, list[float]]:
-    """The rule "flag at most 5 % of each answerable set": the strictest set's 5 % quantile of
-    the values, and the share of each ``unanswerable`` list it flags (a request with no hit is
-    flagged)."""
-
-    def value(ev: Evidence | None) -> float:
-        return judge(ev) if ev is not None else -math.inf
-
-    cut = min(
-        float(np.quantile([value(e) for e in part], MAX_FLAGGED, method="lower"))
-        for part in answerable
-        if part
-    )
-    return cut, [float(np.mean([value(e) < cut for e in part])) for part in unanswerable]
-
-
-def _prob(model: ModeModel, mode: str, ev: Evidence | None) -> float:
-    if ev is None:
-        return 0.0
-    return Calibration({mode: model}, "-").answerable(mode, ev)
+        legs, _ = engine.searcher.legs(text)
+        out.append(request_evidence(legs.lexical, legs.vector, legs.tools))
+    return {"request": out}
 
 
 def collect_training(
     sets: dict[str, Any], db_dir: Path, model: str, args: argparse.Namespace
-) -> tuple[Rows, RequestRows, str, str | None]:
-    """Step 1's rows: hit rows and request rows per mode, and the model's name and digest."""
+) -> tuple[Rows, list[Row], str, str | None]:
+    """Step 1's rows: hit rows per mode, request rows, and the model's name and digest."""
     rows: Rows = {m: [] for m in MODES}
-    request_rows: RequestRows = {m: [] for m in MODES}
+    request_rows: list[Row] = []
     embedder, digest = "", None
     requests = {src: _train_requests(sets[src].queries, args.max_train) for src in TRAIN_SOURCES}
+    no_match = no_match_requests(args.natural / "metatool_no_match" / "queries.jsonl", "train")
+    no_tool = [r["query"] for r in no_match["no_tool"]]
     for source in TRAIN_SOURCES:
         ds = sets[source]
         engine, _ = open_index(db_dir / f"{source}.db", ds.tools, source, model)
         embedder, digest = embedder_identity(engine.embedder)
         reqs = requests[source]
-        for mode, part in training_rows(engine, reqs, request_rows).items():
+        for mode, part in training_rows(engine, reqs).items():
             rows[mode].extend(part)
+        cat = Catalog(engine, catalog_rows(ds.tools))
+        request_rows += labelled(cat, reqs, source)
+        copies = [len(cat.near(gold)) - len(set(gold)) for _, gold in reqs]
+        print(f"{source}: near-copies of the gold tools, mean {np.mean(copies):.2f}; "
+              f"{np.mean([c > 0 for c in copies]):.1%} of the requests have one")  # fmt: skip
         foreign = [
             text
             for other in TRAIN_SOURCES
             if other != source
             for text, _ in _sample(requests[other], args.max_foreign)
         ]
-        foreign_rows(engine, foreign, request_rows)
+        request_rows += unanswerable(cat, foreign, f"{source}:foreign")
+        request_rows += unanswerable(cat, no_tool, f"{source}:metatool no_tool")
+        if source == "metatool":
+            request_rows += not_offered(cat, no_match["not_offered"])
         print(f"{source}: {len(reqs)} training requests, {len(foreign)} foreign", flush=True)
         engine.close()
+    engine, pool_rows = natural_index(args.natural, db_dir, model)
+    cat = Catalog(engine, pool_rows)
+    pool = [str(t["id"]) for t in pool_rows if t.get("split") == "train"]
+    every = [r for src in TRAIN_SOURCES for r in _sample(requests[src], args.max_sized)]
+    request_rows += sized(cat, every, pool, TRAIN_SIZES, "training pool")
+    for text in no_tool:  # each request embedded once: its catalogs one after the other
+        for size in TRAIN_SIZES:
+            within = seeded_sample(pool, size or len(pool), f"{size}\x00{text}", [])
+            request_rows += unanswerable(cat, [text], f"pool@{size}:no_tool", within)
+    engine.close()
+    print(f"request rows: {len(request_rows)}, {int(sum(r[1] for r in request_rows))} answerable")
     return rows, request_rows, embedder, digest
-
-
-Evidences = dict[str, list[Evidence | None]]
-T = TypeVar("T")
 
 
 def collect_dev(
@@ -292,6 +274,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--natural", type=Path, default=ROOT / "data" / "natural")
     parser.add_argument("--max-train", type=int, default=300, help="per source; 0 = all")
+    parser.add_argument(
+        "--max-sized", type=int, default=150, help="per source, over the sized training catalogs"
+    )
     parser.add_argument("--max-dev", type=int, default=300, help="per dev set; 0 = all")
     parser.add_argument(
         "--max-foreign", type=int, default=100, help="per source, searched over the others"
@@ -313,7 +298,7 @@ def main() -> int:
 
     # 1. training rows and dev evidence
     rows: Rows = {m: [] for m in MODES}
-    request_rows: RequestRows = {m: [] for m in MODES}
+    request_rows: list[Row] = []
     models: dict[str, ModeModel] = {}
     if args.thresholds_only:
         packaged = load_calibration()
@@ -321,94 +306,74 @@ def main() -> int:
         digest = packaged.model_sha256
     else:
         rows, request_rows, embedder, digest = collect_training(sets, db_dir, model, args)
-    answerable, unanswerable, held_out, single_held = collect_dev(
+    answerable, builtin_no_match, held_out, single_held = collect_dev(
         sets, db_dir, model, args.max_dev, dev_evidence, _joined
     )
+    sized_yes, dev_no = collect_dev_no_match(sets, args.natural, db_dir, model, args.max_dev)
+    answerable.update(sized_yes)
+    no_match = {"tests/data/no_match (odd ids)": builtin_no_match, **dev_no}
 
-    # 2. the fits on training rows
+    out = ROOT / "bench" / "out" / "natural"
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "answerable_rows.pkl").open("wb") as fh:  # for looking into the fit by hand
+        pickle.dump({"train": request_rows, "answerable": answerable, "no_match": no_match,
+                     "held_out": held_out}, fh)  # fmt: skip
+
+    # 2. the fits on training rows; 3. the request model's features and threshold on dev rows
+    if not args.thresholds_only:
+        for kind, (yes, no) in sorted(report_rows(request_rows).items()):
+            print(f"request rows {kind}: {yes} answerable, {no} no-match")
     for mode in MODES if not args.thresholds_only else ():
         x = np.array([f for f, _ in rows[mode]], dtype=np.float64)
         y = np.array([lab for _, lab in rows[mode]], dtype=np.float64)
         coef, intercept = fit_logistic(x, y)
-        rx = np.array([ev.values(REQUEST_FEATURES[mode]) for ev, _ in request_rows[mode]])
-        ry = np.array([label for _, label in request_rows[mode]], dtype=np.float64)
-        rcoef, rintercept = fit_logistic(rx, ry)
-        models[mode] = ModeModel(coef, intercept, 0.0, rcoef, rintercept)
-        answerable_rows = int(sum(lab for _, lab in request_rows[mode]))
+        models[mode] = ModeModel(coef, intercept, 0.0)
         print(f"{mode}: {len(y)} hit rows, {int(y.sum())} positive; coef {coef} b {intercept:.3f}")
-        print(f"{mode}: {len(request_rows[mode])} request rows, {answerable_rows} answerable; "
-              f"coef {rcoef} b {rintercept:.3f}")  # fmt: skip
-
-    # 3. thresholds on dev requests (4. write, 5. held-out figures: below)
     report: dict[str, Any] = {}
+    held = {"tests/data/no_match (even ids)": held_out}
     for mode in MODES:
-        fit = models[mode]
-        # Precision first: at most 5 % of the answerable requests of *each* dev set flagged
-        # (the strictest set's 5 % quantile), then as many no-match requests as that allows.
-        pooled = [_prob(fit, mode, e) for evs in answerable.values() for e in evs[mode]]
-        cut = min(
-            # "lower": a small set's quantile must not interpolate past its 5 % (4 of 62).
-            float(
-                np.quantile([_prob(fit, mode, e) for e in evs[mode]], MAX_FLAGGED, method="lower")
-            )
-            for evs in answerable.values()
-            if evs[mode]
+        candidates = (
+            [models[mode]]
+            if args.thresholds_only
+            else [
+                replace(models[mode], request_coef=c, request_intercept=b, request_features=f)
+                for f in CANDIDATES[mode]
+                for c, b in [fit_request_model(request_rows, f)]
+            ]
         )
-        models[mode] = replace(fit, no_match_below=round(cut, 6))
-        flagged = {
-            name: float(np.mean([_prob(fit, mode, e) < cut for e in evs[mode]]))
-            for name, evs in answerable.items()
-        }
-        caught = float(np.mean([_prob(fit, mode, e) < cut for e in unanswerable[mode]]))
-        # Reported only: the held-out halves chose nothing.
-        caught_test = float(np.mean([_prob(fit, mode, e) < cut for e in held_out[mode]]))
-        single_test = float(np.mean([_prob(fit, mode, e) < cut for e in single_held[mode]]))
-        report[mode] = {
-            "no_match_below": cut,
-            "answerable_flagged": flagged,
-            "answerable_flagged_pooled": float(np.mean([p < cut for p in pooled])),
-            "no_match_flagged_dev": caught,
-            "no_match_flagged_test": caught_test,
-            "single_intent_flagged_test": single_test,
-        }
-        print(
-            f"{mode}: no_match_below {cut:.3f}; no-match dev flagged {100 * caught:.1f} %, "
-            f"held-out (even ids) {100 * caught_test:.1f} %; held-out single-intent (answerable) "
-            f"flagged {100 * single_test:.1f} %; answerable dev flagged: "
-            + ", ".join(f"{k} {100 * v:.1f} %" for k, v in flagged.items()),
-            flush=True,
+        models[mode] = select_request_model(
+            mode, candidates, (answerable, no_match, held, single_held), report
         )
-    # Same-run baselines, by the same rule (at most 5 % of each answerable dev set flagged):
-    # the default search's first hit's cosine, cosine and crowd weighed by the training rows
-    # (a two-feature logistic), and the hit-level probability alone (no request model).
-    hit_only = Calibration({"hybrid": replace(models["hybrid"], request_coef=())}, "-")
-    baselines: dict[str, tuple[str, Callable[[Evidence], float]]] = {
-        "first_hit_cosine": ("top", lambda e: e.cosine or 0.0),
-        "hit_probability": ("top", lambda e: hit_only.probability("hybrid", e)),
+    # Same-run baselines: the previous rule as shipped (the closest cosine below 0.293), and
+    # the closest cosine alone with its threshold chosen by the same rule as above.
+    closest = lambda ev: ev.cosine if ev is not None else -math.inf  # noqa: E731
+    previous = PREVIOUS_RULE_COSINE
+    report["baseline:previous rule"] = {
+        "cut": previous,
+        "answerable_flagged": flag_rates(closest, previous, answerable),
+        "no_match_flagged_dev": flag_rates(closest, previous, no_match),
+        "no_match_flagged_test": flag_rates(closest, previous, held),
     }
-    if not args.thresholds_only:
-        (a, b), _ = fit_logistic(
-            np.array([[ev.cosine or 0.0, crowd(ev)] for ev, _ in request_rows["vector"]]),
-            np.array([label for _, label in request_rows["vector"]]),
-        )
-        baselines["cosine_and_crowd_on_training_rows"] = (
-            "vector", lambda e: a * (e.cosine or 0.0) + b * crowd(e)
-        )  # fmt: skip
-    for name, (key, judge) in baselines.items():
-        per_set = [evs[key] for evs in answerable.values()]
-        cut, (dev, test) = flag_rates(judge, per_set, unanswerable[key], held_out[key])
-        report[f"baseline:{name}"] = {"cut": cut, "no_match_flagged_dev": dev,
-                                      "no_match_flagged_test": test}  # fmt: skip
-        print(f"baseline {name}: cut {cut:.3f}; no-match dev flagged {100 * dev:.1f} %, "
-              f"held-out {100 * test:.1f} %", flush=True)  # fmt: skip
+    print_choice("baseline: previous rule", previous, *[
+        report["baseline:previous rule"][k]
+        for k in ("answerable_flagged", "no_match_flagged_dev", "no_match_flagged_test")
+    ])  # fmt: skip
+    cut, flagged, caught = choose(closest, answerable, no_match)
+    report["baseline:closest cosine, re-chosen"] = {
+        "cut": cut, "answerable_flagged": flagged, "no_match_flagged_dev": caught,
+        "no_match_flagged_test": flag_rates(closest, cut, held),
+    }  # fmt: skip
+    print_choice("baseline: closest cosine, re-chosen", cut, flagged, caught,
+                  flag_rates(closest, cut, held))  # fmt: skip
     provenance = (
         f"bench/fit/calibrate.py --write --embed-model {model} --max-train {args.max_train} "
-        f"--max-dev {args.max_dev} --max-foreign {args.max_foreign}: "
-        f"{sum(len(r) for r in rows.values())} hit rows and "
-        f"{sum(len(r) for r in request_rows.values())} request rows from the data/natural "
-        f"train splits ({', '.join(TRAIN_SOURCES)}; requests also searched over the other "
-        f"sources' catalogs as unanswerable); thresholds chosen on dev requests: at most 5 % "
-        "of the answerable requests of every dev set flagged"
+        f"--max-sized {args.max_sized} --max-dev {args.max_dev} --max-foreign {args.max_foreign}: "
+        f"{sum(len(r) for r in rows.values())} hit rows and {len(request_rows)} request rows "
+        f"({int(sum(r[1] for r in request_rows))} answerable) from the data/natural train splits "
+        f"({', '.join(TRAIN_SOURCES)}, metatool_no_match; over their own catalogs and catalogs "
+        f"of {', '.join(str(s or 'all') for s in TRAIN_SIZES)} training tools, gold tools and "
+        "near-copies removed for no-match rows); thresholds chosen on dev requests: at most 5 % "
+        "of the answerable requests of every dev set and dev catalog size flagged"
     )
     if args.thresholds_only:
         provenance = load_calibration().provenance
@@ -424,8 +389,6 @@ def main() -> int:
             subprocess.run(
                 [sys.executable, str(script), "--write", "--embed-model", model], check=True
             )
-    out = ROOT / "bench" / "out" / "natural"
-    out.mkdir(parents=True, exist_ok=True)
     (out / "calibrate.json").write_text(json.dumps(
         {"calibration": calibration.to_dict(), "report": report,
          "seconds": round(time.perf_counter() - t0, 1)}, indent=1

@@ -370,6 +370,10 @@ def main() -> None:
     bfcl(args.gorilla)
     toolalpaca(args.toolalpaca)
     paraphrase_split()
+    # Imported here: build_no_match reads this module's helpers.
+    from build_no_match import metatool_no_match
+
+    metatool_no_match(args.metatool)
 
 
 if __name__ == "__main__":

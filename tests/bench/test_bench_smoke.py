@@ -95,7 +95,7 @@ CASES: dict[str, tuple[list[str], str]] = {
     "feedback_replay": (["feedback_replay.py", "--sets", "metatool", "--future", "2",
                          "--out", "{out}"], r'pooled \{"future_before"'),
     "no_match": (["no_match.py", "--max-dev", "2", "--sizes", "100", "--sets", "single_intent",
-                  "--out", "{out}"], r"\| 100 tools \| \d+ \("),
+                  "--out", "{out}"], r"\| 100 tools \| \d+: \d+\.\d %"),
     "ranking": (["ranking.py", "--sets", "single_intent", "--splits", "dev", "--max-queries", "5",
                  "--db-dir", "{out}/db", "--out", "{out}"],
                 r"\| set \(requests\) \| default \| learned \|"),

@@ -42,7 +42,7 @@ def qdrant_vectors() -> Callable[[Path], str]:
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     """The same contract, on a real SQLite file (with the exact vector leg, and with the Qdrant
     Edge shard forced on at any size), on a real PostgreSQL schema, and on PostgreSQL with a
-    Qdrant vector leg (qdrant-client's local mode)."""
+    Qdrant vector leg (Qdrant Edge in process)."""
     url = request.getfixturevalue("pg_url") if not request.param.startswith("sqlite") else None
     backend = open_backend(request.param, tmp_path, url)
     yield backend

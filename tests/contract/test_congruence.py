@@ -1,6 +1,6 @@
 """Congruence: the same catalog indexed in SQLite (with its exact vector leg, and with its
 Qdrant Edge HNSW leg forced on), in PostgreSQL and in PostgreSQL with a Qdrant vector leg
-(qdrant-client's local mode) gives the same top-10 ids for every query, in every mode, fusion
+(Qdrant Edge in process) gives the same top-10 ids for every query, in every mode, fusion
 and hierarchical strategy.
 
 The one allowed difference is a documented tie: the vector legs compute the same cosine in

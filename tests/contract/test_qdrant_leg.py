@@ -1,8 +1,9 @@
 """The Qdrant vector leg beyond the shared contract: repair after a gap between the two
 writes, the skills collection, collection migration, and the URL and settings errors.
 
-Qdrant runs in qdrant-client's local mode (the same client API, in process); PostgreSQL is the
-real server the contract suite starts.
+Each test runs on both engines of a local folder: Qdrant Edge (the default) and qdrant-client's
+local mode (``engine=client``: the client code path a Qdrant server is reached by). PostgreSQL is
+the real server the contract suite starts.
 """
 
 from __future__ import annotations
@@ -34,15 +35,18 @@ def entry(tool_id: str, axis: int, server: str = "s") -> IndexEntry:
     return IndexEntry(tool, fields, vector, f"text-{axis}")
 
 
-@pytest.fixture
+@pytest.fixture(params=["edge", "client"])
 def open_pair(
-    pg_url: str, qdrant_vectors: Callable[[Path], str]
+    request: pytest.FixtureRequest, pg_url: str, qdrant_vectors: Callable[[Path], str]
 ) -> Callable[[Path], PostgresStore]:
     """``open_pair(folder)``: the test's PostgreSQL schema with a Qdrant leg, bound."""
     from urllib.parse import urlencode
 
     def opener(folder: Path) -> PostgresStore:
-        vectors = urlencode({"vectors": qdrant_vectors(folder)})
+        url = qdrant_vectors(folder)
+        if url.startswith("qdrant+local:") and request.param == "client":
+            url += "?engine=client"
+        vectors = urlencode({"vectors": url})
         store = PostgresStore(pg_url + ("&" if "?" in pg_url else "?") + vectors)
         store.bind(IDENTITY)
         return store
@@ -123,12 +127,12 @@ def test_skill_centroids_are_read_from_the_skills_collection(
     try:
         centroid = np.eye(IDENTITY.dim, dtype=np.float32)[2]
         store.skills.set_skill_vectors({"mail": centroid})
-        client = leg(store).client
+        engine = leg(store).engine
         name = leg(store).target.skills_collection
-        assert client.count(name).count == 1
+        assert len(list(engine.scroll(name, ["skill_id"]))) == 1
         assert np.allclose(store.skills.skill_vectors()["mail"], centroid)
         store.skills.set_skill_vectors({"mail": None})
-        assert client.count(name).count == 0
+        assert list(engine.scroll(name, ["skill_id"])) == []
         assert store.skills.skill_vectors() == {}
     finally:
         store.close()
@@ -137,29 +141,20 @@ def test_skill_centroids_are_read_from_the_skills_collection(
 def test_a_collection_of_an_older_layout_is_rebuilt_from_postgresql(
     pg_url: str, tmp_path: Path, open_pair: Callable[[Path], PostgresStore]
 ) -> None:
-    from qdrant_client import models as qm
-
     folder = tmp_path / "q"
     store = open_pair(folder)
     store.upsert([entry("a", 0), entry("b", 1)])
     qleg = leg(store)
     name = qleg.target.collection
-    qleg.client.delete_collection(name)
-    qleg.client.create_collection(
-        name,
-        vectors_config={"dense": qm.VectorParams(size=IDENTITY.dim, distance=qm.Distance.COSINE)},
-        metadata={"toolscout_schema": SCHEMA - 1},
-    )
+    qleg.engine.create(name, IDENTITY.dim, schema=SCHEMA - 1, tools=True)  # empty, older
     store.close()
     store = open_pair(folder)  # binding migrates the collection...
     try:
-        assert leg(store).client.get_collection(name).config.metadata == {
-            "toolscout_schema": SCHEMA
-        }
+        assert leg(store).engine.layout(name) == (SCHEMA, IDENTITY.dim)
         store.upsert([entry("c", 2)])  # ...and the next write fills it from PostgreSQL
         assert sorted(nearest_ids(store, 0)) == ["a", "b", "c"]
-        record = leg(store).client.retrieve(name, [point_id("a")], with_payload=True)
-        assert record[0].payload is not None and record[0].payload["tool_id"] == "a"
+        points = {pid: payload for pid, payload, _ in leg(store).engine.scroll(name, ["tool_id"])}
+        assert points[point_id("a")]["tool_id"] == "a"
     finally:
         store.close()
 
@@ -173,6 +168,7 @@ def test_a_collection_of_an_older_layout_is_rebuilt_from_postgresql(
         ("qdrant://h/c?quantization=pq", "quantization"),
         ("qdrant://h/c?colour=1", "unknown option"),
         ("qdrant+local://relative/c", "absolute folder"),
+        ("qdrant://h/c?engine=edge", "engine='edge'"),
     ],
 )
 def test_a_bad_vectors_url_names_what_is_wrong(url: str, named: str) -> None:

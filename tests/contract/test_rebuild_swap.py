@@ -60,7 +60,7 @@ def test_a_rebuild_with_qdrant_vectors_is_refused_and_leaves_the_index_as_it_was
     pg_url: str, qdrant_vectors: Callable[[Path], str], tmp_path: Path
 ) -> None:
     """A Qdrant collection cannot be staged and swapped with the schema in one step: the
-    rebuild says so before anything changes (Qdrant in local mode)."""
+    rebuild says so before anything changes (Qdrant Edge in a local folder)."""
     url = with_options(pg_url, vectors=qdrant_vectors(tmp_path / "qdrant"))
     store = open_store(url)
     store.bind(IndexIdentity("test-embedder", 4, "a2"))

@@ -59,7 +59,7 @@ def _flagged(engine: Engine, text: str) -> bool:
 
 
 #: A request no tool of the built-in catalog serves, flagged by the packaged calibration
-#: (``P(answerable)`` 0.05 against a threshold of 0.082).
+#: (``P(answerable)`` 0.02 against a threshold of 0.047).
 UNSERVED = "what is the meaning of life"
 
 

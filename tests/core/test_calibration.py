@@ -1,6 +1,7 @@
 """Calibrated scores: the packaged fit, its file format, and the fitting routine."""
 
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -9,12 +10,25 @@ import pytest
 
 from toolscout.embed.base import Vectors
 from toolscout.errors import ConfigError
+from toolscout.models import Scored
 from toolscout.search.calibration import (
     MODE_FEATURES,
     Evidence,
+    RequestEvidence,
     fit_logistic,
     load_calibration,
+    request_evidence,
 )
+
+
+def _request(cosine: float, gap: float, lexical: float, tools: int = 100) -> RequestEvidence:
+    found = request_evidence(
+        [Scored("a", lexical * 5.0), Scored("b", lexical * 2.0)],
+        [Scored("a", cosine), Scored("b", cosine - gap), Scored("c", cosine - gap - 0.05)],
+        tools,
+    )
+    assert found is not None
+    return found
 
 
 def test_the_packaged_calibration_covers_every_search_mode() -> None:
@@ -34,15 +48,50 @@ def test_a_closer_tool_is_more_likely_to_fit() -> None:
     assert cal.probability("bm25", near) > cal.probability("bm25", far)
 
 
-def test_a_request_whose_best_hit_is_closer_is_more_likely_answerable() -> None:
+def test_a_request_whose_closest_tool_is_closer_is_more_likely_answerable() -> None:
     cal = load_calibration()
-    near = Evidence(cosine=0.7, standout=0.4, lexical=1.5, relative=1.0)
-    far = Evidence(cosine=0.25, standout=0.1, lexical=0.0, relative=1.0)
-    for mode in ("hybrid", "vector"):
+    near, far = _request(0.7, 0.1, 1.5), _request(0.25, 0.01, 0.0)
+    hit = Evidence(cosine=0.7, standout=0.4, lexical=1.5, relative=1.0)
+    for mode in ("hybrid", "vector", "bm25"):
         assert cal.answerable(mode, near) > cal.answerable(mode, far)
-        assert cal.probability(mode, near, cal.answerable(mode, near)) <= cal.probability(
-            mode, near
-        )
+        assert cal.probability(mode, hit, cal.answerable(mode, near)) <= cal.probability(mode, hit)
+
+
+def test_the_request_model_reads_the_features_its_file_names(tmp_path: Path) -> None:
+    """A re-fit may choose other request features (bench/fit/calibrate.py tries several): the
+    file names them and the engine reads those, here the catalog's size as well."""
+    data = load_calibration().to_dict()
+    data["models"]["hybrid"]["request"] = {
+        "features": ["cosine", "size"],
+        "coef": [10.0, -1.0],
+        "intercept": -2.0,
+    }
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps(data))
+    cal = load_calibration(path)
+    assert cal.stale is None
+    assert cal.models["hybrid"].request_features == ("cosine", "size")
+    small, large = _request(0.45, 0.02, 0.5, 100), _request(0.45, 0.02, 0.5, 5000)
+    assert cal.answerable("hybrid", small) > cal.answerable("hybrid", large)
+    again = load_calibration(_written(tmp_path / "again.json", cal.to_dict()))
+    assert again.answerable("hybrid", small) == pytest.approx(cal.answerable("hybrid", small))
+
+
+def _written(path: Path, data: object) -> Path:
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_request_evidence_reads_the_legs_as_they_came_back() -> None:
+    ev = request_evidence(
+        [Scored("x", 2.0 * math.log(11.0)), Scored("y", math.log(11.0))],
+        [Scored("a", 0.6), Scored("b", 0.5), Scored("c", 0.2)],
+        10,
+    )
+    assert ev is not None
+    assert (ev.cosine, ev.gap, ev.lead) == pytest.approx((0.6, 0.1, 0.25))
+    assert (ev.lexical, ev.lexical_gap, ev.size) == pytest.approx((2.0, 1.0, 1.0))
+    assert request_evidence([], [], 10) is None
 
 
 def test_a_calibration_with_other_features_is_refused_with_the_fix(tmp_path: Path) -> None:
@@ -64,8 +113,7 @@ def test_a_request_model_with_other_features_degrades_to_approximate(tmp_path: P
     path.write_text(json.dumps(data))
     cal = load_calibration(path)
     assert cal.stale and "bench/fit/calibrate.py --write" in cal.stale
-    best = Evidence(cosine=0.05, standout=0.0, lexical=0.0, relative=1.0)
-    assert cal.answerable("hybrid", best) == 1.0
+    assert cal.answerable("hybrid", _request(0.05, 0.0, 0.0)) == 1.0
     assert cal.status(_Named("whatever")).startswith("approximate: the request model for hybrid")
 
 

@@ -60,7 +60,7 @@ def with_options(url: str, **options: object) -> str:
 
 
 def qdrant_url(folder: Path) -> str:
-    """A Qdrant vector leg: qdrant-client's local mode (in process, on disk), or a collection
+    """A Qdrant vector leg: Qdrant Edge (in process, on disk), or a collection
     of its own on the server ``TOOLSCOUT_TEST_QDRANT_URL`` names (``qdrant://host:6333/x``)."""
     server = os.environ.get("TOOLSCOUT_TEST_QDRANT_URL")
     if server:
@@ -71,7 +71,7 @@ def qdrant_url(folder: Path) -> str:
 def open_backend(kind: str, tmp_path: Path, pg_url: str | None) -> Store:
     """A new, bound store of ``kind`` (``sqlite``; ``sqlite_ann``: SQLite with its Qdrant Edge
     vector leg answering from the first tool; ``postgres``; or ``qdrant``: PostgreSQL with
-    Qdrant's local mode as the vector leg)."""
+    Qdrant Edge as the vector leg)."""
     store: Store
     if kind == "sqlite":
         store = SQLiteStore("sqlite:///" + str(tmp_path / "contract.db"))

@@ -3,9 +3,11 @@
 The legs' raw evidence is comparable across requests, unlike a per-request rescaling (which gives
 "zzzz qqqq" a top score of 1.0). The score is a product of two logistic models:
 ``P(answerable)``, that some indexed tool serves the request, and ``P(fits | answerable)``, that
-this hit is the one, from the hit's own evidence. ``P(answerable)`` reads the cosine of the
-vector leg's closest tool, whichever hit the fusion put first (the best hit's BM25 for a
-``bm25`` search), so ``hybrid`` and ``vector`` judge a request alike. The hit features:
+this hit is the one, from the hit's own evidence. ``P(answerable)`` reads the legs as they
+came back, before any fusion or re-ordering (:class:`RequestEvidence`: the vector leg's closest
+cosine and how far it stands above the next ones, the best BM25 hit, the catalog's size); each
+mode's model names the ones it reads in ``calibration.json``, chosen on dev requests. So a
+search judges a request alike with and without the learned ranker. The hit features:
 
 * ``cosine``: the hit's cosine similarity to the request (best over its intents);
 * ``standout``: that cosine minus the median cosine of the vector leg's candidates, i.e. how far
@@ -13,16 +15,20 @@ vector leg's closest tool, whichever hit the fusion put first (the best hit's BM
 * ``lexical``: the hit's BM25 score in units of the largest IDF, ``ln(N + 1)``;
 * ``relative``: the fused score relative to the request's best (the ranking's own view).
 
-The model is fitted on the *training* requests of ``data/natural`` (their tools and catalogs are
-disjoint from every reported test set) by ``python bench/fit/calibrate.py --write``, which writes
-``calibration.json`` beside this module with the embedding model's name and the sha256 of its
-graph. Cosines of another model mean something else: with any other active model the scores
-still rank the same, but their probabilities are approximate and a request is flagged
-``no_match`` only when no hit is left at all; :meth:`Calibration.status` says which case holds
-and every search reports it in ``metadata["calibration"]``.
+The models are fitted on the *training* requests of ``data/natural`` (their tools and catalogs
+are disjoint from every reported test set), the request model also on labelled no-match rows (a
+training request over catalogs of several sizes with its gold tools and their near-copies taken
+out, and MetaTool's training requests that no tool or no offered tool serves), by
+``python bench/fit/calibrate.py --write``, which writes ``calibration.json`` beside this module
+with the embedding model's name and the sha256 of its graph. Cosines of another model mean
+something else: with any other active model the scores still rank the same, but their
+probabilities are approximate and a request is flagged ``no_match`` only when no hit is left at
+all; :meth:`Calibration.status` says which case holds and every search reports it in
+``metadata["calibration"]``.
 
 ``no_match_below``: a request whose ``P(answerable)`` is below it is flagged ``no_match``. It was
-chosen on dev requests (at most 5 % of answerable dev requests flagged; bench/fit/calibrate.py).
+chosen on dev requests (at most 5 % of the answerable requests of every dev set and dev catalog
+size flagged; bench/fit/calibrate.py).
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from numpy.typing import NDArray
 
 from toolscout.embed.base import Embedder
 from toolscout.errors import ConfigError
+from toolscout.models import Scored
 
 #: The features each search mode has (a ``bm25`` search embeds nothing, a ``vector`` search runs
 #: no lexical leg), in the order of a model's coefficients.
@@ -48,15 +55,9 @@ MODE_FEATURES: dict[str, tuple[str, ...]] = {
     "vector": ("cosine", "standout", "relative"),
     "bm25": ("lexical", "relative"),
 }
-#: The features of the request-level model (see the module docstring). The closest tool's cosine
-#: alone: with its standout and BM25 added, fewer dev requests that no tool serves were flagged
-#: at the same budget; the median cosine of the candidates flagged many more short answerable
-#: requests over small catalogs (docs/BENCHMARKS.md §14).
-REQUEST_FEATURES: dict[str, tuple[str, ...]] = {
-    "hybrid": ("cosine",),
-    "vector": ("cosine",),
-    "bm25": ("lexical",),
-}
+#: What a request model may read (:class:`RequestEvidence`); each mode's model names its own
+#: features in ``calibration.json``, chosen on dev requests by bench/fit/calibrate.py.
+REQUEST_FIELDS = ("cosine", "gap", "lead", "lexical", "lexical_gap", "size", "cosine_size")
 CALIBRATION_FILE = "calibration.json"
 
 
@@ -74,6 +75,51 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class RequestEvidence:
+    """What the legs said about a request as a whole (see :func:`request_evidence`)."""
+
+    #: The vector leg's closest tool's cosine (0: the leg did not run or found nothing).
+    cosine: float
+    #: That cosine minus the next closest tool's.
+    gap: float
+    #: That cosine minus the mean of the next nine closest tools' (how far it stands out).
+    lead: float
+    #: The best BM25 score in units of the largest IDF, ``ln(N + 1)`` (0: no lexical hit).
+    lexical: float
+    #: That score minus the next best one's, in the same units.
+    lexical_gap: float
+    #: log10 of the number of tools searched.
+    size: float
+
+    @property
+    def cosine_size(self) -> float:
+        return self.cosine * self.size
+
+    def values(self, names: Sequence[str]) -> list[float]:
+        return [float(getattr(self, n)) for n in names]
+
+
+def request_evidence(
+    lexical: Sequence[Scored], vector: Sequence[Scored], tools: int
+) -> RequestEvidence | None:
+    """The request model's input from the legs' runs (best first, before fusion), over an
+    index of ``tools`` tools. None: neither leg found anything."""
+    if not lexical and not vector:
+        return None
+    idf = math.log(max(tools, 1) + 1.0)
+    cosine = vector[0].score if vector else 0.0
+    lex = lexical[0].score / idf if lexical else 0.0
+    return RequestEvidence(
+        cosine=cosine,
+        gap=cosine - vector[1].score if len(vector) > 1 else 0.0,
+        lead=cosine - float(np.mean([h.score for h in vector[1:10]])) if len(vector) > 1 else 0.0,
+        lexical=lex,
+        lexical_gap=lex - lexical[1].score / idf if len(lexical) > 1 else lex,
+        size=math.log10(max(tools, 1)),
+    )
+
+
+@dataclass(frozen=True)
 class ModeModel:
     """One search mode's two logistic models: ``P(answerable)`` from the request's evidence
     (``request_coef``, ``request_intercept``; empty: always 1) and ``P(this hit fits | the
@@ -84,6 +130,7 @@ class ModeModel:
     no_match_below: float
     request_coef: tuple[float, ...] = ()
     request_intercept: float = 0.0
+    request_features: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -125,13 +172,13 @@ class Calibration:
         x = evidence.values(MODE_FEATURES[mode])
         return answerable * _sigmoid(model.intercept, model.coef, x)
 
-    def answerable(self, mode: str, best: Evidence) -> float:
-        """The probability that some indexed tool serves the request, from the evidence of its
-        closest tool (``bm25``: its best hit)."""
+    def answerable(self, mode: str, request: RequestEvidence) -> float:
+        """The probability that some indexed tool serves the request, from the legs' evidence
+        about it (:func:`request_evidence`)."""
         model = self.models[mode]
         if not model.request_coef:
             return 1.0
-        x = best.values(REQUEST_FEATURES[mode])
+        x = request.values(model.request_features)
         return _sigmoid(model.request_intercept, model.request_coef, x)
 
     def no_match_below(self, mode: str) -> float:
@@ -150,7 +197,7 @@ class Calibration:
                     "intercept": round(m.intercept, 6),
                     "no_match_below": round(m.no_match_below, 6),
                     "request": {
-                        "features": list(REQUEST_FEATURES[mode]),
+                        "features": list(m.request_features),
                         "coef": [round(c, 6) for c in m.request_coef],
                         "intercept": round(m.request_intercept, 6),
                     },
@@ -177,12 +224,14 @@ class Calibration:
                     raise ValueError(f"{mode}: {len(coef)} coefficients for {len(names)} features")
                 request = row.get("request") or {"features": [], "coef": [], "intercept": 0.0}
                 request_coef = tuple(float(c) for c in request["coef"])
-                if request_coef and list(request["features"]) != list(REQUEST_FEATURES[mode]):
+                request_names = tuple(str(n) for n in request["features"])
+                unknown = [n for n in request_names if n not in REQUEST_FIELDS]
+                if request_coef and (unknown or len(request_names) != len(request_coef)):
                     # Hits still rank and score by their own model; only "is anything here
                     # answerable" is unknown, so no request is flagged until a re-fit.
                     stale = (
-                        f"the request model for {mode} uses {request['features']!r}, this code "
-                        f"computes {list(REQUEST_FEATURES[mode])}; re-fit with "
+                        f"the request model for {mode} uses {list(request_names)!r}, this code "
+                        f"computes {list(REQUEST_FIELDS)}; re-fit with "
                         "`python bench/fit/calibrate.py --write`"
                     )
                     request_coef = ()
@@ -192,6 +241,7 @@ class Calibration:
                     float(row["no_match_below"]),
                     request_coef,
                     float(request["intercept"]),
+                    request_names if request_coef else (),
                 )
             digest = data.get("model_sha256")
             return cls(

@@ -32,6 +32,7 @@ from numpy.typing import NDArray
 from toolscout.models import (
     Filters,
     Ranked,
+    SearchMode,
     SearchRequest,
     SearchResult,
     Skill,
@@ -212,7 +213,7 @@ class HierarchicalSearcher:
     def search_tools(
         self,
         req: SearchRequest,
-        vectors: Vectors,
+        vectors: Vectors | None,
         state: IndexState,
         *,
         skill_ids: Sequence[str] | None,
@@ -283,15 +284,16 @@ class HierarchicalSearcher:
             StoreError, EmbedError.
         """
         t0 = time.perf_counter()
-        vectors = self.searcher.embed_query(req.query)
-        t_embed = time.perf_counter()
         if req.strategy is Strategy.DIRECT:
-            ranked, matched, used, stage_ms, cand, fallback = self._direct(req, vectors, state)
-        elif req.strategy is Strategy.HIERARCHICAL:
-            stages = self._hierarchical(req, vectors, state)
-            ranked, matched, used, stage_ms, cand, fallback = stages
+            # A lexical-only direct search never reads the request's vectors: none are made.
+            vecs = None if req.mode is SearchMode.BM25 else self.searcher.embed_query(req.query)
+            t_embed = time.perf_counter()
+            ranked, matched, used, stage_ms, cand, fallback = self._direct(req, vecs, state)
         else:
-            ranked, matched, used, stage_ms, cand, fallback = self._hybrid(req, vectors, state)
+            vectors = self.searcher.embed_query(req.query)
+            t_embed = time.perf_counter()
+            run = self._hierarchical if req.strategy is Strategy.HIERARCHICAL else self._hybrid
+            ranked, matched, used, stage_ms, cand, fallback = run(req, vectors, state)
         # Judged before min_score: no tool is likely to serve the request (calibrated scores,
         # search/calibration.py), or none is left at the caller's level.
         unlikely = self.searcher.no_match(ranked, req.mode)
@@ -327,7 +329,7 @@ class HierarchicalSearcher:
             load_schemas=self.store.tools.schemas,
         )
 
-    def _direct(self, req: SearchRequest, vectors: Vectors, state: IndexState) -> _Stages:
+    def _direct(self, req: SearchRequest, vectors: Vectors | None, state: IndexState) -> _Stages:
         t1 = time.perf_counter()
         ranked, cand = self.search_tools(
             req, vectors, state, skill_ids=None, limit=req.limit, threshold=req.tool_threshold

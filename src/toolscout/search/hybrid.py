@@ -20,7 +20,8 @@ With ``learned_ranker`` on, a learned model re-orders the first fused candidates
 probabilities are the scores (``search/rank.py``). Otherwise scores come from
 ``search/calibration.py``: a hit's score is the probability that the tool
 serves the request, comparable across requests; a request that no indexed tool is likely to
-serve (judged from the vector leg's closest tool) is a ``no_match``.
+serve (judged from the legs before fusion: the vector leg's closest tool, the catalog's size)
+is a ``no_match``.
 """
 
 from __future__ import annotations
@@ -38,7 +39,12 @@ from toolscout.embed.base import Embedder
 from toolscout.errors import ConfigError, EmptyQuery, QueryError
 from toolscout.models import Filters, Ranked, Scored, SearchMode
 from toolscout.search.boost import Boost
-from toolscout.search.calibration import Calibration, Evidence, load_calibration
+from toolscout.search.calibration import (
+    Calibration,
+    Evidence,
+    load_calibration,
+    request_evidence,
+)
 from toolscout.search.config import SearchConfig
 from toolscout.search.fusion import (
     best_of_intents,
@@ -357,12 +363,9 @@ class HybridSearcher:
                     relative=min(1.0, max(0.0, hit.score * scale)),
                 )
             )
-        # How likely it is that any tool serves the request: from the vector leg's closest tool
-        # (whatever the fused order put first), or the best hit's BM25.
-        request = evidence[0] if evidence else None
-        if request is not None and mode is not SearchMode.BM25 and vector:
-            closest = vector[0].score
-            request = Evidence(closest, closest - median, request.lexical, 1.0)
+        # How likely it is that any tool serves the request: from the legs as they came back,
+        # whatever the fusion or the ranker put first.
+        request = request_evidence(lexical, vector, tools)
         answerable = self.calibration.answerable(mode.value, request) if request else 0.0
         out: list[tuple[Ranked, Evidence]] = []
         ceiling = 1.0

@@ -26,6 +26,7 @@ from numpy.typing import NDArray
 
 from toolscout.errors import StoreError
 from toolscout.models import Filters, Scored
+from toolscout.store.edgefilter import admits_nothing, filter_values
 
 #: Bumped when the points' layout changes; a shard of another layout is rebuilt.
 LAYOUT = 1
@@ -243,23 +244,9 @@ class EdgeIndex:
 def shard_filter(filters: Filters | None) -> Any:
     """A Qdrant filter for ``filters``: None when nothing is restricted, False when a filter
     admits nothing (an empty list)."""
-    if filters is None or filters.is_empty():
-        return None
-    fields: list[tuple[str, Sequence[str] | None]] = [
-        ("server", filters.servers),
-        ("source", filters.sources),
-        (
-            "item_type",
-            None if filters.item_types is None else [t.value for t in filters.item_types],
-        ),
-        ("skill_ids", filters.skill_ids),
-        ("tool_id", filters.tool_ids),
+    if admits_nothing(filters):
+        return False
+    must: list[Any] = [
+        qe.FieldCondition(k, match=qe.MatchAny(v)) for k, v in filter_values(filters)
     ]
-    must: list[Any] = []
-    for key, values in fields:
-        if values is None:
-            continue
-        if not values:
-            return False
-        must.append(qe.FieldCondition(key, match=qe.MatchAny(list(values))))
     return qe.Filter(must=must) if must else None

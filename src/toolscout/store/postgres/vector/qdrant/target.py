@@ -4,12 +4,14 @@
 
     qdrant://HOST:6333/COLLECTION            a Qdrant server (REST); API key from QDRANT_API_KEY
     qdrants://HOST:6333/COLLECTION           the same over HTTPS
-    qdrant+local:///ABS/FOLDER/COLLECTION    qdrant-client's local mode: in process, on disk
+    qdrant+local:///ABS/FOLDER/COLLECTION    Qdrant Edge: Qdrant's engine in process, on disk
 
 Options ride on the query string: ``hnsw_m`` (16), ``hnsw_ef_construct`` (200), ``ef`` (search
 breadth, 256), ``quantization`` (``int8`` or ``none``; int8 keeps a scalar-quantised copy in RAM
 and re-scores candidates with the original vectors), ``on_disk`` (0/1: original vectors on disk),
-``timeout`` (seconds, 10). The skill centroids go to ``COLLECTION_skills``.
+``timeout`` (seconds, 10), ``engine`` (local folders only: ``edge``, the default, or ``client``
+for qdrant-client's local mode, an exact reference implementation of the server's API). The skill
+centroids go to ``COLLECTION_skills``.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ class QdrantTarget:
     quantization: str
     on_disk: bool
     timeout: int
+    #: ``edge`` (Qdrant Edge, local folders) or ``client`` (qdrant-client: servers, or local mode).
+    engine: str = "client"
 
     @property
     def skills_collection(self) -> str:
@@ -74,13 +78,17 @@ def parse_qdrant_url(url: str) -> QdrantTarget:
     if parts.scheme not in _SCHEMES:
         raise _fail(url, f"unknown scheme {parts.scheme!r}")
     options = dict(parse_qsl(parts.query, keep_blank_values=True))
-    unknown = sorted(set(options) - set(_INT_OPTIONS) - {"quantization"})
+    unknown = sorted(set(options) - set(_INT_OPTIONS) - {"quantization", "engine"})
     if unknown:
         raise _fail(url, f"unknown option(s) {', '.join(unknown)}")
     values = _int_options(url, options)
     quantization = options.get("quantization", "int8")
     if quantization not in ("int8", "none"):
         raise _fail(url, f"quantization={quantization!r} is not int8 or none")
+    local = parts.scheme == "qdrant+local"
+    engine = options.get("engine", "edge" if local else "client")
+    if engine not in ("edge", "client") or (engine == "edge" and not local):
+        raise _fail(url, f"engine={engine!r} is not edge (local folders) or client")
     path_part = parts.path.rstrip("/")
     collection = path_part.rsplit("/", 1)[-1]
     if not collection or not collection.replace("_", "").replace("-", "").isalnum():
@@ -88,7 +96,7 @@ def parse_qdrant_url(url: str) -> QdrantTarget:
     folder: Path | None = None
     host: str | None = None
     port = 0
-    if parts.scheme == "qdrant+local":
+    if local:
         parent = path_part.rsplit("/", 1)[0]
         if parts.netloc or not parent.startswith("/"):
             raise _fail(url, "local mode needs an absolute folder before the collection name")
@@ -111,4 +119,5 @@ def parse_qdrant_url(url: str) -> QdrantTarget:
         quantization=quantization,
         on_disk=bool(values["on_disk"]),
         timeout=values["timeout"],
+        engine=engine,
     )
