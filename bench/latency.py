@@ -1,6 +1,7 @@
 """Search latency (in process, query embedding included) and index build cost.
 
     python bench/latency.py search --sizes 10000 100000 [1000000] [--queries 200] [--legs exact ann]
+                                   [--lexicals fts5 postings]
     python bench/latency.py crossover --sizes 2000 5000 10000 20000 50000   # exact vs HNSW leg
     python bench/latency.py build --size 2000        # throughput: sorted vs unsorted batches
     python bench/latency.py memory --size 10000      # peak RSS while indexing 10k tools
@@ -15,11 +16,14 @@ built from its own text. The real tools are embedded with the real model (cached
 The query-vector and result caches are off (every query is embedded and searched). Short
 queries: the project's paraphrase dev set (3-12 words); long queries: toolbench_stable (20-100
 words). ``search`` runs the previous vector leg (``exact``: the numpy product over the in-memory
-mirror) and the HNSW leg (``ann``: the Qdrant Edge shard) on the same index, interleaved query by
-query, so load on this shared machine hits both alike: read the ratios. Per leg it reports
-hybrid p50/p95 and the vector leg alone (100 candidates, the hybrid depth); bm25 once; the index
-on disk (SQLite file, shard folder); and the RSS of a fresh process serving the index with each
-leg after 20 searches (``rss`` is that child's command). ``--sizes 1000000`` builds the 1M
+mirror) and the HNSW leg (``ann``: the Qdrant Edge shard), each with the previous lexical leg
+(``fts5``: FTS5's bm25()) and the in-memory posting index (``postings``), on the same index,
+interleaved query by query, so load on this shared machine hits every variant alike: read the
+ratios. It reports hybrid p50/p95 per pair (``exact_fts5_hybrid`` is the previous path,
+``ann_postings_hybrid`` the new one), the vector leg alone per vector leg (100 candidates, the
+hybrid depth) and ``bm25`` mode per lexical leg; the index on disk (SQLite file, shard folder);
+the posting index's load time and size; and the RSS of a fresh process serving the index with
+each pair after 20 searches (``rss`` is that child's command). ``--sizes 1000000`` builds the 1M
 catalog the same way (variant vectors); expect a long build.
 """
 
@@ -91,10 +95,24 @@ def _queries() -> tuple[list[str], list[str]]:
 
 #: The vector legs compared: the exact mirror (the previous path) and the HNSW shard.
 LEGS = ("exact", "ann")
+#: The lexical legs compared: FTS5 (the previous path) and the in-memory posting index.
+LEXICALS = ("fts5", "postings")
 
 
-def _use(engine: Engine, leg: str) -> None:
+def _use(engine: Engine, leg: str, lexical: str = "fts5") -> None:
     engine.store.ann.enabled = leg == "ann"  # type: ignore[attr-defined]
+    engine.store.lex.enabled = lexical == "postings"  # type: ignore[attr-defined]
+
+
+def _postings(engine: Engine) -> dict[str, object]:
+    """Load the posting index of the written catalog (what a serving process does first)."""
+    lex = engine.store.lex  # type: ignore[attr-defined]
+    weights = tuple(engine.searcher.config.field_weights)
+    t0 = time.perf_counter()
+    lex.current(weights)  # large: loaded on a thread of its own
+    lex.wait_loaded(None)
+    assert lex.current(weights) is not None, "the posting index was not loaded"
+    return {"load_s": round(time.perf_counter() - t0, 2), **lex.describe()}
 
 
 def _mb(path: Path) -> float:
@@ -116,37 +134,44 @@ def _shard(engine: Engine) -> dict[str, object]:
     return {"shard_build_s": round(time.perf_counter() - t0, 1), **ann.describe()}
 
 
-def _timed(engine: Engine, qs: list[str], legs: list[str]) -> dict[str, dict[str, object]]:
-    """Hybrid search (query embedding included) per leg and the vector leg alone, interleaved
-    query by query; bm25 once (it does not depend on the vector leg)."""
-    times: dict[str, list[float]] = {f"{leg}_{m}": [] for leg in legs for m in ("hybrid", "vec")}
-    times["bm25"] = []
+def _timed(
+    engine: Engine, qs: list[str], legs: list[str], lexicals: list[str]
+) -> dict[str, dict[str, object]]:
+    """Hybrid search (query embedding included) per pair of legs, the vector leg alone and
+    ``bm25`` mode per lexical leg, interleaved query by query."""
+    pairs = [(leg, lex) for leg in legs for lex in lexicals]
+    times: dict[str, list[float]] = {f"{leg}_{lex}_hybrid": [] for leg, lex in pairs}
+    times.update({f"{leg}_vec": [] for leg in legs})
+    times.update({f"bm25_{lex}": [] for lex in lexicals})
     for q in qs:
         vec = engine.embedder.embed_query([q])
+        for leg, lex in pairs:
+            _use(engine, leg, lex)
+            t = time.perf_counter()
+            engine.search(q, mode=SearchMode.HYBRID, limit=10)
+            times[f"{leg}_{lex}_hybrid"].append((time.perf_counter() - t) * 1000)
         for leg in legs:
             _use(engine, leg)
             t = time.perf_counter()
-            engine.search(q, mode=SearchMode.HYBRID, limit=10)
-            times[f"{leg}_hybrid"].append((time.perf_counter() - t) * 1000)
-            t = time.perf_counter()
             engine.store.nearest_many(vec, limit=100)
             times[f"{leg}_vec"].append((time.perf_counter() - t) * 1000)
-        _use(engine, "exact")
-        t = time.perf_counter()
-        engine.search(q, mode=SearchMode.BM25, limit=10)
-        times["bm25"].append((time.perf_counter() - t) * 1000)
+        for lex in lexicals:
+            _use(engine, legs[0], lex)
+            t = time.perf_counter()
+            engine.search(q, mode=SearchMode.BM25, limit=10)
+            times[f"bm25_{lex}"].append((time.perf_counter() - t) * 1000)
     return {
         k: {"p50": round(percentile(v, 50), 2), "p95": round(percentile(v, 95), 2)}
         for k, v in times.items()
     }
 
 
-def _serving_rss(db: str, leg: str, queries: list[str]) -> dict[str, float]:
-    """RSS of a fresh process serving ``db`` with one vector leg, after a few searches."""
+def _serving_rss(db: str, leg: str, lexical: str, queries: list[str]) -> dict[str, float]:
+    """RSS of a fresh process serving ``db`` with one pair of legs, after a few searches."""
     import subprocess
 
     out = subprocess.run(
-        [sys.executable, __file__, "rss", "--db", db, "--leg", leg, *queries],
+        [sys.executable, __file__, "rss", "--db", db, "--leg", leg, "--lexical", lexical, *queries],
         check=True,
         capture_output=True,
         text=True,
@@ -155,23 +180,34 @@ def _serving_rss(db: str, leg: str, queries: list[str]) -> dict[str, float]:
     return found
 
 
-def rss_bench(db: str, leg: str, queries: list[str]) -> None:
+def rss_bench(db: str, leg: str, lexical: str, queries: list[str]) -> None:
     import psutil
 
     min_tools = 0 if leg == "ann" else 10**12
+    lex_min = 0 if lexical == "postings" else 10**12
     engine = Engine.open(
-        Settings(db=f"{db}?ann_min_tools={min_tools}", cache_dir=CACHE, result_cache_size=0)
+        Settings(
+            db=f"{db}?ann_min_tools={min_tools}&lex_min_tools={lex_min}",
+            cache_dir=CACHE,
+            result_cache_size=0,
+        )
     )
-    for q in queries:
+    for i, q in enumerate(queries):
         engine.search(q, limit=10)
+        if i == 0:  # the first search starts the posting index's load: serve from it
+            engine.store.lex.wait_loaded(None)  # type: ignore[attr-defined]
     answered = engine.store.ann.describe()["leg"]  # type: ignore[attr-defined]
+    lexical_leg = engine.store.lex.describe()["leg"]  # type: ignore[attr-defined]
     rss = psutil.Process().memory_info().rss / 2**20
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     engine.close()
-    print(json.dumps({"leg": answered, "rss_mb": round(rss, 1), "peak_rss_mb": round(peak, 1)}))
+    found = {"leg": answered, "lexical": lexical_leg}
+    print(json.dumps({**found, "rss_mb": round(rss, 1), "peak_rss_mb": round(peak, 1)}))
 
 
-def search_bench(sizes: list[int], n: int, legs: list[str]) -> dict[str, object]:
+def search_bench(
+    sizes: list[int], n: int, legs: list[str], lexicals: list[str]
+) -> dict[str, object]:
     short, long = _queries()
     rng = random.Random(0)
     results: dict[str, object] = {}
@@ -180,7 +216,8 @@ def search_bench(sizes: list[int], n: int, legs: list[str]) -> dict[str, object]
             db = str(Path(tmp) / "l.db")
             engine = Engine.open(
                 Settings(
-                    db=f"{db}?ann_min_tools={10**12}",  # the exact leg while writing
+                    # the exact leg while writing; the posting index once loaded (_postings)
+                    db=f"{db}?ann_min_tools={10**12}&lex_min_tools=0",
                     cache_dir=CACHE,
                     query_cache_size=0,
                     result_cache_size=0,
@@ -192,32 +229,47 @@ def search_bench(sizes: list[int], n: int, legs: list[str]) -> dict[str, object]
             row: dict[str, object] = {"tools": engine.store.count(), "build_s": round(built, 1)}
             if "ann" in legs:
                 row["shard"] = _shard(engine)
+            if "postings" in lexicals:
+                row["postings"] = _postings(engine)
+                row["terms_mb"] = _terms_mb(engine)
             for kind, pool in (("short", short), ("long", long)):
                 qs = [rng.choice(pool) for _ in range(n if kind == "short" else n // 2)]
                 for q in qs[:5]:  # warm-up: mirror load, shard pages, caches
                     for leg in legs:
-                        _use(engine, leg)
-                        engine.search(q)
-                row[kind] = _timed(engine, qs, legs)
+                        for lex in lexicals:
+                            _use(engine, leg, lex)
+                            engine.search(q)
+                row[kind] = _timed(engine, qs, legs, lexicals)
             engine.close()
             row["disk_mb"] = {"sqlite": _mb(Path(db)), "shard": _mb(Path(db + ".vectors"))}
             warm = [rng.choice(short) for _ in range(20)]
-            row["serving"] = {leg: _serving_rss(db, leg, warm) for leg in legs}
+            row["serving"] = {
+                f"{leg}_{lex}": _serving_rss(db, leg, lex, warm) for leg in legs for lex in lexicals
+            }
         results[str(size)] = row
         print(json.dumps({size: row}), flush=True)
     return results
 
 
+def _terms_mb(engine: Engine) -> float:
+    """The ``tools_terms`` rows the posting index loads from (payload bytes)."""
+    found = engine.store.database.query(  # type: ignore[attr-defined]
+        "SELECT sum(length(terms) + length(tf) + 16) FROM tools_terms", []
+    )
+    return round(int(found[0][0] or 0) / 2**20, 1)
+
+
 def crossover_bench(sizes: list[int], n: int) -> None:
-    """The vector leg alone, exact vs HNSW shard (product configuration), per catalog size:
-    where the shard starts to pay (``ann_min_tools``)."""
-    short, _ = _queries()
+    """Each leg alone, previous vs new, per catalog size: the vector leg exact vs HNSW shard
+    (where the shard starts to pay: ``ann_min_tools``) and the lexical leg FTS5 vs the posting
+    index at the hybrid's depth, short and long requests (``lex_min_tools``)."""
+    short, long = _queries()
     rng = random.Random(0)
     for size in sizes:
         with tempfile.TemporaryDirectory() as tmp:
             engine = Engine.open(
                 Settings(
-                    db=f"{Path(tmp) / 'c.db'}?ann_min_tools={10**12}",
+                    db=f"{Path(tmp) / 'c.db'}?ann_min_tools={10**12}&lex_min_tools=0",
                     cache_dir=CACHE,
                     query_cache_size=0,
                     result_cache_size=0,
@@ -225,6 +277,7 @@ def crossover_bench(sizes: list[int], n: int) -> None:
             )
             build_index(engine, size)
             _shard(engine)
+            loaded = _postings(engine)
             vecs = [engine.embedder.embed_query([rng.choice(short)]) for _ in range(n)]
             times: dict[str, list[float]] = {leg: [] for leg in LEGS}
             for vec in vecs[:5]:
@@ -237,14 +290,42 @@ def crossover_bench(sizes: list[int], n: int) -> None:
                     t = time.perf_counter()
                     engine.store.nearest_many(vec, limit=100)
                     times[leg].append((time.perf_counter() - t) * 1000)
+            lexical = {
+                kind: _lexical_times(engine, [rng.choice(pool) for _ in range(n)])
+                for kind, pool in (("short", short), ("long", long))
+            }
             engine.close()
         p50 = {leg: round(percentile(v, 50), 3) for leg, v in times.items()}
         out = {
             "tools": size,
             "vector_p50_ms": p50,
             "exact_over_ann": round(p50["exact"] / p50["ann"], 2),
+            "lexical_p50_ms": lexical,
+            "fts5_over_postings": {
+                k: round(v["fts5"] / max(v["postings"], 1e-6), 2) for k, v in lexical.items()
+            },
+            "postings_load_s": loaded["load_s"],
         }
         print(json.dumps(out), flush=True)
+
+
+def _lexical_times(engine: Engine, queries: list[str]) -> dict[str, float]:
+    """p50 of the lexical leg alone, FTS5 vs the posting index, interleaved query by query."""
+    from toolscout.search.text import query_tokens
+
+    config = engine.searcher.config
+    tokens = [t for t in (query_tokens(q) for q in queries) if t]
+    times: dict[str, list[float]] = {lex: [] for lex in LEXICALS}
+    for i, toks in enumerate(tokens):
+        for lex in LEXICALS:
+            _use(engine, "exact", lex)
+            t = time.perf_counter()
+            engine.store.lexical(
+                toks, limit=config.lexical_candidates, weights=config.field_weights
+            )
+            if i >= 5:  # the first five warm both legs up
+                times[lex].append((time.perf_counter() - t) * 1000)
+    return {lex: round(percentile(v, 50), 3) for lex, v in times.items()}
 
 
 def build_bench(size: int) -> dict[str, object]:
@@ -339,12 +420,14 @@ def main() -> int:
     s.add_argument("--sizes", nargs="+", type=int, default=[10000, 100000])
     s.add_argument("--queries", type=int, default=200)
     s.add_argument("--legs", nargs="+", choices=LEGS, default=list(LEGS))
+    s.add_argument("--lexicals", nargs="+", choices=LEXICALS, default=list(LEXICALS))
     c = sub.add_parser("crossover")
     c.add_argument("--sizes", nargs="+", type=int, default=[2000, 5000, 10000, 20000, 50000])
     c.add_argument("--queries", type=int, default=200)
     r = sub.add_parser("rss")
     r.add_argument("--db", required=True)
     r.add_argument("--leg", choices=LEGS, required=True)
+    r.add_argument("--lexical", choices=LEXICALS, default="fts5")
     r.add_argument("queries", nargs="*")
     b = sub.add_parser("build")
     b.add_argument("--size", type=int, default=2000)
@@ -356,11 +439,11 @@ def main() -> int:
     if args.cmd == "batch":
         batch_bench(args.rounds)
     elif args.cmd == "search":
-        search_bench(args.sizes, args.queries, args.legs)
+        search_bench(args.sizes, args.queries, args.legs, args.lexicals)
     elif args.cmd == "crossover":
         crossover_bench(args.sizes, args.queries)
     elif args.cmd == "rss":
-        rss_bench(args.db, args.leg, args.queries)
+        rss_bench(args.db, args.leg, args.lexical, args.queries)
     elif args.cmd == "build":
         build_bench(args.size)
     else:

@@ -55,7 +55,7 @@ from toolscout.search.hybrid import HybridSearcher
 from toolscout.search.text import query_tokens
 from toolscout.store.base import IndexEntry
 
-LEGS = ("fts5", "tantivy", "bm25s", "qdrant", "qdrant_exact", "impact")
+LEGS = ("fts5", "tantivy", "bm25s", "qdrant", "qdrant_exact", "impact", "postings")
 CONGRUENCE_DEPTH = 100
 
 

@@ -19,6 +19,8 @@ the store does). How each one treats the fields:
   Robertson IDF; scores times FTS5's ``(k1 + 1)``, which bm25s's term factor leaves out. The
   length norm is the weighted bag's. Weights fixed at build time. Exhaustive scoring (numpy
   over the query terms' columns of a sparse matrix), then a partial sort.
+* ``postings``: the SQLite store's own in-memory posting index (``store/sqlite/lex/``, forced
+  on at any size): FTS5's formula, tokens and totals in numpy, weights at load time.
 * ``qdrant``: a Qdrant Edge shard with one sparse vector per tool (the IDF modifier on): a
   token's value is FTS5's BM25F term factor ``tf_w (k1 + 1) / (tf_w + k1 (1 - b + b D / avgdl))``
   (weighted frequency, whole-row length, ``avgdl`` of the catalog at build time); Qdrant
@@ -116,6 +118,43 @@ class FTS5Leg:
     def close(self) -> None:
         if self.store is not None:
             self.store.close()
+
+
+class PostingsLeg(FTS5Leg):
+    """The SQLite store's in-memory posting index (``store/sqlite/lex/``), forced on: FTS5's
+    scores from numpy; the size reported is its ``tools_terms`` rows."""
+
+    name = "postings"
+
+    def build(self, docs: Sequence[Doc], weights: Sequence[float], folder: Path) -> None:
+        self.folder, self.weights = folder, tuple(weights)
+        folder.mkdir(parents=True, exist_ok=True)
+        self.store = SQLiteStore(f"sqlite:///{folder / 'postings.db'}?lex_min_tools=0")
+        self.store.bind(IndexIdentity("bench-lexical", 1, ANALYZER_VERSION))
+        one = np.ones(1, dtype=np.float32)
+        for start in range(0, len(docs), 5000):
+            self.store.upsert(
+                [IndexEntry(t, f, one, t.content_hash) for t, f in docs[start : start + 5000]]
+            )
+        self.store.lex.current(self.weights)  # loaded here, not inside the first timed search
+        self.store.lex.wait_loaded(None)
+        assert self.store.lex.current(self.weights) is not None
+
+    def search(self, tokens: Sequence[str], limit: int) -> list[Scored]:
+        assert self.store is not None
+        return self.store.lex.lexical(list(tokens), limit=limit, weights=self.weights)
+
+    def size_bytes(self) -> int:
+        assert self.store is not None
+        rows = self.store.database.query(
+            "SELECT sum(length(terms) + length(tf) + 16) FROM tools_terms", []
+        )
+        return int(rows[0][0] or 0)
+
+    def facts(self) -> dict[str, int]:
+        assert self.store is not None
+        described = self.store.lex.describe()
+        return {"postings": int(described["postings"]), "terms": int(described["terms"])}
 
 
 class TantivyLeg:
@@ -378,9 +417,9 @@ class ImpactLeg:
 
 def make_legs(names: Sequence[str]) -> list[Leg]:
     """Fresh legs by name (``fts5``, ``tantivy``, ``bm25s``, ``qdrant``, ``qdrant_exact``,
-    ``impact``)."""
+    ``impact``, ``postings``)."""
     kinds: dict[str, type[Any]] = {
         "fts5": FTS5Leg, "tantivy": TantivyLeg, "bm25s": BM25sLeg, "qdrant": QdrantSparseLeg,
-        "impact": ImpactLeg,
+        "impact": ImpactLeg, "postings": PostingsLeg,
     }  # fmt: skip
     return [QdrantSparseLeg(exact_idf=True) if n == "qdrant_exact" else kinds[n]() for n in names]

@@ -14,10 +14,11 @@ Systems, all on toolscout's active embedding model, one index per set:
 * ``rrf`` — RRF (k = 60) of those two top-100 lists;
 * ``weighted_rrf`` — the same with weights 0.3 (bm25s) and 0.7 (cosine).
 
-For each set and split: hit@3 and nDCG@10 of every system, then ``default`` against each other
-system request by request: on how many requests one ranks a gold tool in the top 3 and the other
-does not (``+won/-lost``), with the exact two-sided sign test's p-value; the same for nDCG@10
-(a request counts where the two differ). Last, how well the default's and the learned
+For each set and split: hit@3 and nDCG@10 of every system, then ``default`` and ``learned``
+each against every other system request by request (``learned_vs`` in the JSON report): on
+how many requests one ranks a gold tool in the top 3 and the other does not (``+won/-lost``),
+with the exact two-sided sign test's p-value; the same for nDCG@10 (a request counts where the
+two differ). Last, how well the default's and the learned
 ranker's scores are calibrated: the expected calibration error (10 equal-width bins) of the first
 hit and of the first five. And the time the learned ranker takes to re-score 100 candidates.
 
@@ -63,7 +64,10 @@ def all_sets(natural: Path) -> dict[str, Dataset]:
 
 
 def systems(
-    engine: Engine, tools: list[Tool], scores: dict[str, dict[str, list[float]]], ranker: Learned
+    engine: Engine,
+    tools: list[Tool],
+    scores: dict[str, dict[str, list[float]]],
+    ranker: Learned | None,
 ) -> dict[str, Ranker]:
     """Every system of the module docstring, keyed by name (``default`` first); ``scores``
     receives the default's and the learned ranker's hit scores per request text."""
@@ -93,7 +97,7 @@ def systems(
         scores["learned"][q] = [h.score for h in hits]
         return [h.id for h in hits]
 
-    return {
+    out: dict[str, Ranker] = {
         "default": default,
         "learned": learned_order,
         "fixed_fusion": lambda q: [r.id for r in fixed.search(q, limit=10)],
@@ -102,14 +106,17 @@ def systems(
         "rrf": lambda q: rrf(q, (1.0, 1.0)),
         "weighted_rrf": lambda q: rrf(q, (0.3, 0.7)),
     }
+    if ranker is None:
+        del out["learned"]
+    return out
 
 
-def compare(rows: dict[str, list[dict[str, float]]]) -> dict[str, dict[str, Any]]:
-    """``default`` against every other system, per metric: (won, lost, sign-test p)."""
-    mine = rows["default"]
+def compare(rows: dict[str, list[dict[str, float]]], me: str) -> dict[str, dict[str, Any]]:
+    """System ``me`` against every other system, per metric: (won, lost, sign-test p)."""
+    mine = rows[me]
     out: dict[str, dict[str, Any]] = {}
     for name, theirs in rows.items():
-        if name == "default":
+        if name == me:
             continue
         out[name] = {}
         for metric in METRICS:
@@ -153,11 +160,18 @@ def calibration(
 
 
 def run_set(
-    ds: Dataset, requests: list[Request], db_dir: Path, ranker: Path | None = None
+    ds: Dataset,
+    requests: list[Request],
+    db_dir: Path,
+    ranker: Path | None = None,
+    only: list[str] | None = None,
 ) -> dict[str, Any]:
     engine, tools = open_index(db_dir / f"{ds.name}.db", ds.tools, ds.name)
     scores: dict[str, dict[str, list[float]]] = {"default": {}, "learned": {}}
-    ranked = systems(engine, tools, scores, load_ranker(ranker))
+    wanted = not only or "learned" in only
+    ranked = systems(engine, tools, scores, load_ranker(ranker) if wanted else None)
+    if only:
+        ranked = {k: v for k, v in ranked.items() if k == "default" or k in only}
     report: dict[str, Any] = {}
     for split in sorted({r.split for r in requests}):
         reqs = [r for r in requests if r.split == split]
@@ -170,9 +184,12 @@ def run_set(
         report[split] = {
             "requests": len(reqs),
             "systems": {n: {k: round(m[k], 4) for k in METRICS} for n, m in means.items()},
-            "default_vs": compare(rows),
+            "default_vs": compare(rows, "default"),
+            "learned_vs": compare(rows, "learned") if "learned" in rows else {},
             "calibration": {
-                name: calibration(reqs, runs[name], scores[name]) for name in ("default", "learned")
+                name: calibration(reqs, runs[name], scores[name])
+                for name in ("default", "learned")
+                if name in runs
             },
         }
         print(_line(ds.name, split, report[split]), flush=True)
@@ -215,9 +232,10 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join([head, rule, *lines])
 
 
-def rescore_ms(runs: int = 200) -> dict[str, float]:
-    """Best and median milliseconds the packaged ranker takes to re-score 100 candidates."""
-    ranker = load_ranker()
+def rescore_ms(folder: Path | None, runs: int = 200) -> dict[str, float]:
+    """Best and median milliseconds the ranker (the packaged one unless ``folder``) takes to
+    re-score 100 candidates."""
+    ranker = load_ranker(folder)
     hits = [Scored(f"t{i}", 0.8 - i / 200) for i in range(100)]
     legs = Legs(hits[:50], hits, hits, 1, 5000)
     tools = {h.id: Tool(id=h.id, name=f"tool {h.id}", description="Does one thing.") for h in hits}
@@ -225,7 +243,8 @@ def rescore_ms(runs: int = 200) -> dict[str, float]:
     took = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        ranker.probabilities(ranker.scores(features(legs, ids, ["tool"], tools)))
+        x = features(legs, ids, ["tool"], tools)
+        ranker.probabilities(ranker.scores(x), x)
         took.append((time.perf_counter() - t0) * 1000)
     took.sort()
     return {"best": round(took[0], 3), "median": round(took[len(took) // 2], 3)}
@@ -242,6 +261,9 @@ def main() -> int:
     parser.add_argument(
         "--ranker", type=Path, default=None, help="measure this refit's folder as `learned`"
     )
+    parser.add_argument(
+        "--systems", nargs="*", default=None, help="only these systems beside `default`"
+    )  # a refit is compared quickly with `--splits dev --systems learned --ranker DIR`
     args = parser.parse_args()
     t0 = time.perf_counter()
     report: dict[str, Any] = {"sets": {}}
@@ -252,8 +274,8 @@ def main() -> int:
             continue
         reqs = [r for r in load_requests(ds, args.max_queries) if r.split in args.splits]
         if reqs:
-            report["sets"][name] = run_set(ds, reqs, args.db_dir, args.ranker)
-    report["rescore_100_ms"] = rescore_ms()
+            report["sets"][name] = run_set(ds, reqs, args.db_dir, args.ranker, args.systems)
+    report["rescore_100_ms"] = rescore_ms(args.ranker)
     report["seconds"] = round(time.perf_counter() - t0, 1)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "ranking.json").write_text(json.dumps(report, indent=1))

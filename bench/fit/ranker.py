@@ -1,22 +1,26 @@
 """Fit the learned ranker (search/rank.py) and its probability calibration.
 
-    python bench/fit/ranker.py [--write] [--max-train 3000] [--db-dir DIR]
+    python bench/fit/ranker.py [--write] [--fixed-rounds 90] [--max-train 6000] [--db-dir DIR]
 
-Data: the ``train`` requests of ``data/natural`` (MetaTool at most ``--max-train`` of them, an
-even stride; Gorilla APIBench and BFCL all), each searched over its source's whole catalog;
-candidates are the first 100 hits of the hand-set fusion (the hard negatives the legs mine
-themselves), labelled 1 when the tool is a gold tool. Requests whose gold is not among them
-teach nothing to a ranker and are left out. Splits are by tool (data/natural/README.md), so no
-dev tool is the gold of a training request.
+Data: the ``train`` requests of ``data/natural``, each searched over its source's whole
+catalog: MetaTool's at most ``--max-train`` (an even stride) of those the packaged embedder did
+*not* learn from (train_embedder.py took 25 per tool; on those its cosine is nearly always
+right, which taught an earlier ranker to trust it blindly), Gorilla APIBench's and BFCL's all.
+Candidates are the first 100 hits of the hand-set fusion (the hard negatives the legs mine
+themselves), labelled 1 when the tool is a gold tool. Splits are by tool
+(data/natural/README.md), so no dev tool is the gold of a training request.
 
-Model: LightGBM LambdaRank, early-stopped on the ``dev`` requests of the same sources (nDCG@3).
-Calibration: Platt scaling of the ranker's output (raw score and its gap to the request's best)
-over each request's first ten candidates, on out-of-fold predictions: the training requests in
-three folds, each scored by a model fitted on the other two with the chosen number of rounds.
-``--write`` puts ``ranker.txt`` and ``ranker.json`` (sha256, features, calibration, this
+Model: LightGBM LambdaRank with monotone constraints (search/rank.py ``MONOTONE``: evidence
+for a candidate never lowers it), early-stopped on the ``dev`` requests of the same sources
+(nDCG@3). Calibration: a logistic map of the ranker's output and context
+(search/rank.py ``CALIBRATION_INPUTS``) over each request's first ten candidates, on
+out-of-fold predictions: the training requests in three folds, each scored by a model fitted
+on the other two with the chosen number of rounds; requests whose gold the legs missed count
+too. ``--write`` puts ``ranker.txt`` and ``ranker.json`` (sha256, features, calibration, this
 command) beside search/rank.py.
 Requires ``pip install lightgbm==4.7.0`` (training only; serving reads the text model itself).
-Feature rows are cached in ``--cache`` (delete it after changing the features).
+Each request's legs are cached in ``--cache``, so changing the features needs no new searches
+(delete it after changing the legs or the model).
 """
 
 from __future__ import annotations
@@ -24,9 +28,11 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import pickle
+import random
 import sys
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +41,23 @@ import numpy as np
 from numpy.typing import NDArray
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from natural import ROOT, datasets, open_index
+from toolscout.ingest.jsonfile import CatalogFile
+from toolscout.models import Tool
 from toolscout.search.calibration import fit_logistic
 from toolscout.search.hybrid import HybridSearcher
-from toolscout.search.rank import FEATURES, META_FILE, MODEL_FILE
+from toolscout.search.rank import (
+    CALIBRATION_INPUTS,
+    FEATURES,
+    META_FILE,
+    MODEL_FILE,
+    MONOTONE,
+    Legs,
+    calibration_inputs,
+    features,
+)
 
 SOURCES = ("metatool", "gorilla_apibench", "bfcl")
 PARAMS: dict[str, Any] = {
@@ -60,58 +78,108 @@ PARAMS: dict[str, Any] = {
     "seed": 7,
     "verbose": -1,
 }
-Rows = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]]
+Rows = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64], NDArray[np.float64]]
+#: Candidates re-scored per request (SearchConfig.candidates).
+CANDIDATES = 100
+
+
+def embedder_requests() -> set[str]:
+    """The MetaTool training requests the packaged embedder learned from (bench/fit/
+    train_embedder.py picks at most 25 per tool with seed 13; replayed here exactly)."""
+    from train_embedder import training_pairs
+
+    args = argparse.Namespace(per_tool=25, self_pairs=False)
+    pairs, _ = training_pairs(args, random.Random(13))
+    return {p.query for p in pairs if p.source == "metatool"}
 
 
 def requests(source: str, split: str, cap: int) -> list[tuple[str, tuple[str, ...]]]:
+    """A split's requests with gold tools, at most ``cap`` (an even stride). MetaTool's
+    training requests exclude those the embedder learned from: on them its cosine is right
+    nearly always, which would teach the ranker to trust it blindly."""
     path = ROOT / "data" / "natural" / source / "queries.jsonl"
     rows = [json.loads(x) for x in path.read_text("utf-8").splitlines() if x.strip()]
+    seen = embedder_requests() if (source, split) == ("metatool", "train") else set()
     picked = [(str(r["query"])[:1000], tuple(r["gold"])) for r in rows
-              if r.get("split") == split and r.get("gold")]  # fmt: skip
+              if r.get("split") == split and r.get("gold") and r["query"] not in seen]  # fmt: skip
     step = max(1, -(-len(picked) // cap)) if cap else 1
     return picked[::step]
 
 
-def collect(source: str, split: str, cap: int, db_dir: Path, cache: Path) -> Rows:
-    """Feature rows, labels and group sizes of one source's split (cached)."""
-    path = cache / f"{source}_{split}_{cap}.npz"
+@dataclass(frozen=True)
+class Searched:
+    """One request's legs as the ranker sees them, its gold tools, and its source."""
+
+    legs: Legs
+    tokens: list[str]
+    gold: tuple[str, ...]
+    source: str
+
+
+def collect(source: str, split: str, cap: int, db_dir: Path, cache: Path) -> list[Searched]:
+    """The legs of every request of one source's split (cached: features can change without
+    searching again)."""
+    path = cache / f"{source}_{split}_{cap}.pkl"
     if path.is_file():
-        z = np.load(path)
-        return z["x"], z["y"], z["g"]
+        with path.open("rb") as fh:
+            cached: list[Searched] = pickle.load(fh)
+        return cached
     ds = datasets(ROOT / "data" / "natural")[source]
     engine, _ = open_index(db_dir / f"{source}.db", ds.tools, source)
     searcher = HybridSearcher(
         engine.store, engine.embedder, replace(engine.searcher.config, learned_ranker=False)
     )
-    xs: list[NDArray[np.float64]] = []
-    ys: list[NDArray[np.float64]] = []
-    groups: list[int] = []
+    out = []
     for text, gold in requests(source, split, cap):
         legs, tokens = searcher.legs(text)
-        ids, x = searcher.candidate_features(legs, tokens)
-        y = np.array([float(i in gold) for i in ids])
-        if not y.any():
-            continue
-        xs.append(x), ys.append(y), groups.append(len(ids))
+        out.append(Searched(legs, tokens, gold, source))
     searcher.close()
     engine.close()
-    out = (np.vstack(xs), np.concatenate(ys), np.array(groups, dtype=np.int64))
     cache.mkdir(parents=True, exist_ok=True)
-    np.savez(path, x=out[0], y=out[1], g=out[2])
-    print(f"{source} {split}: {len(groups)} requests with a gold candidate", flush=True)
+    with path.open("wb") as fh:
+        pickle.dump(out, fh)
+    print(f"{source} {split}: {len(out)} requests searched", flush=True)
     return out
 
 
+def catalog(source: str) -> dict[str, Tool]:
+    ds = datasets(ROOT / "data" / "natural")[source]
+    return {t.id: t for t in CatalogFile(ds.tools, source=source).read().tools}
+
+
+def rows_of(searched: list[Searched], weights: dict[str, float], every: bool = False) -> Rows:
+    """Feature rows, labels, group sizes and per-request weights. Requests without a gold
+    candidate teach a ranker nothing and are left out, unless ``every`` (the calibration must
+    see them: their first hits are all wrong)."""
+    tools = {s: catalog(s) for s in {r.source for r in searched}}
+    xs: list[NDArray[np.float64]] = []
+    ys: list[NDArray[np.float64]] = []
+    groups: list[int] = []
+    w: list[float] = []
+    for r in searched:
+        ids = [h.id for h in r.legs.fused[:CANDIDATES]]
+        y = np.array([float(i in r.gold) for i in ids])
+        if not (every or y.any()):
+            continue
+        xs.append(features(r.legs, ids, r.tokens, tools[r.source]))
+        ys.append(y), groups.append(len(ids)), w.append(weights.get(r.source, 1.0))
+    return np.vstack(xs), np.concatenate(ys), np.array(groups, dtype=np.int64), np.array(w)
+
+
 def stack(parts: list[Rows]) -> Rows:
-    return (np.vstack([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
-            np.concatenate([p[2] for p in parts]))  # fmt: skip
+    x = np.vstack([p[0] for p in parts])
+    y, g, w = (np.concatenate([p[k] for p in parts]) for k in (1, 2, 3))
+    return x, y, g, w
 
 
-def train(rows: Rows, dev: Rows | None, rounds: int) -> lgb.Booster:
-    data = lgb.Dataset(rows[0], rows[1], group=rows[2], feature_name=list(FEATURES))
+def train(rows: Rows, dev: Rows | None, rounds: int, params: dict[str, Any]) -> lgb.Booster:
+    """A LambdaRank model, early-stopped on ``dev`` (nDCG@3) when given; each request's rows
+    weigh its source's weight."""
+    weight = np.repeat(rows[3], rows[2])
+    data = lgb.Dataset(rows[0], rows[1], weight=weight, group=rows[2], feature_name=list(FEATURES))
     valid = [lgb.Dataset(dev[0], dev[1], group=dev[2], reference=data)] if dev else []
     stop = [lgb.early_stopping(50, first_metric_only=True, verbose=False)] if dev else []
-    return lgb.train(PARAMS, data, num_boost_round=rounds, valid_sets=valid, callbacks=stop)
+    return lgb.train(params, data, num_boost_round=rounds, valid_sets=valid, callbacks=stop)
 
 
 def hits_at_3(raw: NDArray[np.float64], rows: Rows) -> float:
@@ -125,20 +193,27 @@ def hits_at_3(raw: NDArray[np.float64], rows: Rows) -> float:
     return float(np.mean(out))
 
 
-def platt(raw: NDArray[np.float64], rows: Rows, top: int = 10) -> tuple[float, float, float]:
-    """Fit ``sigmoid(a * raw + b * (raw - request best) + c)`` to the labels of each request's
-    first ``top`` candidates by ``raw``: the hits a caller reads, not the bulk of the 100."""
-    x: list[tuple[float, float]] = []
-    y: list[float] = []
+def calibrate(raw: NDArray[np.float64], rows: Rows, top: int = 10) -> list[float]:
+    """Fit the logistic map of search/rank.py (weights of CALIBRATION_INPUTS, then the
+    intercept) to the labels of each request's first ``top`` candidates by ``raw``: the hits a
+    caller reads, not the bulk of the 100."""
+    xs: list[NDArray[np.float64]] = []
+    ys: list[NDArray[np.float64]] = []
     start = 0
     for size in rows[2]:
         part = raw[start : start + size]
-        for i in np.argsort(-part, kind="stable")[:top]:
-            x.append((float(part[i]), float(part[i] - part.max())))
-            y.append(float(rows[1][start + i]))
+        first = np.argsort(-part, kind="stable")[:top]
+        xs.append(calibration_inputs(part, rows[0][start : start + size])[first])
+        ys.append(rows[1][start : start + size][first])
         start += size
-    coef, intercept = fit_logistic(np.array(x), np.array(y))
-    return coef[0], coef[1], intercept
+    coef, intercept = fit_logistic(np.vstack(xs), np.concatenate(ys))
+    return [*coef, intercept]
+
+
+def has_gold(rows: Rows) -> NDArray[np.bool_]:
+    """Row mask of the requests with a gold candidate."""
+    request_of = np.repeat(np.arange(rows[2].size), rows[2])
+    return np.bincount(request_of, weights=rows[1], minlength=rows[2].size)[request_of] > 0
 
 
 def folds(rows: Rows, k: int) -> list[NDArray[np.bool_]]:
@@ -150,85 +225,129 @@ def folds(rows: Rows, k: int) -> list[NDArray[np.bool_]]:
 def subset(rows: Rows, mask: NDArray[np.bool_]) -> Rows:
     request_of = np.repeat(np.arange(rows[2].size), rows[2])
     kept = np.unique(request_of[mask])
-    return rows[0][mask], rows[1][mask], rows[2][kept]
+    return rows[0][mask], rows[1][mask], rows[2][kept], rows[3][kept]
+
+
+def params(args: argparse.Namespace) -> dict[str, Any]:
+    out = dict(PARAMS, num_leaves=args.leaves, min_data_in_leaf=args.min_leaf)
+    if args.monotone:
+        out |= {"monotone_constraints": list(MONOTONE), "monotone_constraints_method": "advanced"}
+    return out
+
+
+def weights(parts: dict[str, list[Searched]], balanced: bool) -> dict[str, float]:
+    """Per-request weight of each source: 1, or (balanced) such that every source weighs as
+    much as the mean source, so that MetaTool's thousands of requests do not decide alone."""
+    if not balanced:
+        return {}
+    mean_size = sum(len(v) for v in parts.values()) / len(parts)
+    return {s: mean_size / max(1, len(v)) for s, v in parts.items()}
+
+
+def report(model: lgb.Booster, rounds: int, dev: dict[str, Rows]) -> None:
+    """Per dev source: hit@3 of the candidates in the fusion's order and in the ranker's."""
+    for source, rows in dev.items():
+        fused = -np.log1p(np.concatenate([np.arange(1, s + 1) for s in rows[2]]).astype(float))
+        learned = model.predict(rows[0], num_iteration=rounds)
+        before, after = 100 * hits_at_3(fused, rows), 100 * hits_at_3(learned, rows)
+        print(f"  dev {source:17s} n={rows[2].size:4d} hit@3 {before:5.1f} -> {after:5.1f}")
+
+
+def parse() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add = parser.add_argument
+    add("--write", action="store_true", help="write the packaged ranker files")
+    add("--max-train", type=int, default=6000, help="MetaTool training requests")
+    add("--max-dev", type=int, default=600, help="dev requests per source")
+    add("--rounds", type=int, default=600)
+    add("--fixed-rounds", type=int, default=0, help="skip early stopping")
+    add("--leaves", type=int, default=PARAMS["num_leaves"])
+    add("--min-leaf", type=int, default=PARAMS["min_data_in_leaf"])
+    flag = argparse.BooleanOptionalAction
+    add("--monotone", action=flag, default=True, help="evidence may only raise a candidate")
+    add("--balanced", action=flag, default=False, help="every source weighs the same")
+    add("--calibrate-on", choices=("train", "dev"), default="train",
+        help="train: out-of-fold predictions of the training requests; dev: dev ones")  # fmt: skip
+    add("--folder", type=Path, default=ROOT / "src" / "toolscout" / "search",
+        help="where --write puts the files (default: the packaged ranker's)")  # fmt: skip
+    add("--db-dir", type=Path, default=ROOT / "bench" / "out" / "ranking" / "db")
+    add("--cache", type=Path, default=ROOT / "bench" / "out" / "ranking" / "legs")
+    return parser.parse_args()
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--write", action="store_true", help="write the packaged ranker files")
-    parser.add_argument("--max-train", type=int, default=3000, help="MetaTool training requests")
-    parser.add_argument("--max-dev", type=int, default=600, help="dev requests per source")
-    parser.add_argument("--rounds", type=int, default=600)
-    parser.add_argument("--fixed-rounds", type=int, default=0, help="skip early stopping")
-    parser.add_argument(
-        "--calibrate-on", choices=("train", "dev"), default="train",
-        help="train: out-of-fold predictions of the training requests; dev: the dev requests",
-    )  # fmt: skip
-    parser.add_argument(
-        "--folder", type=Path, default=ROOT / "src" / "toolscout" / "search",
-        help="where --write puts the files (default: the packaged ranker's)",
-    )  # fmt: skip
-    parser.add_argument("--db-dir", type=Path, default=ROOT / "bench" / "out" / "ranking" / "db")
-    parser.add_argument("--cache", type=Path, default=ROOT / "bench" / "out" / "ranking" / "rows")
-    parser.add_argument(
-        "--train-on", choices=("train", "dev"), default="train",
-        help="dev: learn from the dev requests, rounds chosen by 3-fold cross-validation",
-    )  # fmt: skip
-    args = parser.parse_args()
+    args = parse()
     t0 = time.perf_counter()
     caps = {"metatool": args.max_train}
-    dev = stack([collect(s, "dev", args.max_dev, args.db_dir, args.cache) for s in SOURCES])
-    if args.train_on == "train":
-        tr = stack([collect(s, "train", caps.get(s, 0), args.db_dir, args.cache) for s in SOURCES])
-        model = train(tr, None if args.fixed_rounds else dev, args.fixed_rounds or args.rounds)
-        best = args.fixed_rounds or model.best_iteration or args.rounds
-    else:
-        tr = dev
-        stops = [train(subset(tr, ~m), subset(tr, m), args.rounds).best_iteration
-                 for m in folds(tr, 3)]  # fmt: skip
-        best = max(1, int(np.mean(stops)))
-        model = train(tr, None, best)
-        print(f"cross-validated rounds {stops}")
-    print(f"rows: train {tr[2].size} requests / {tr[0].shape[0]} candidates, dev {dev[2].size}")
-    fused = -np.log1p(np.concatenate([np.arange(1, s + 1) for s in dev[2]]).astype(np.float64))
-    learned = model.predict(dev[0], num_iteration=best)
-    print(f"rounds {best}; dev hit@3 of the candidates: fusion {100 * hits_at_3(fused, dev):.1f}"
-          f", ranker {100 * hits_at_3(learned, dev):.1f}")  # fmt: skip
+    train_parts = {s: collect(s, "train", caps.get(s, 0), args.db_dir, args.cache) for s in SOURCES}
+    dev_parts = {s: collect(s, "dev", args.max_dev, args.db_dir, args.cache) for s in SOURCES}
+    w = weights(train_parts, args.balanced)
+    every = stack([rows_of(v, w, every=True) for v in train_parts.values()])
+    tr = subset(every, has_gold(every))
+    devs = {s: rows_of(v, {}) for s, v in dev_parts.items()}
+    dev = stack(list(devs.values()))
+    config = params(args)
+    model = train(tr, None if args.fixed_rounds else dev, args.fixed_rounds or args.rounds, config)
+    best = args.fixed_rounds or model.best_iteration or args.rounds
+    print(f"rows: train {tr[2].size} requests / {tr[0].shape[0]} candidates, dev {dev[2].size}"
+          f"; {best} rounds")  # fmt: skip
+    report(model, best, devs)
     if args.calibrate_on == "dev":
-        # The dev requests are held out from the ranker and from the embedder behind its
-        # cosines; the training requests' cosines come from a model trained on them.
-        calibration = platt(learned, dev)
+        full = stack([rows_of(v, {}, every=True) for v in dev_parts.values()])
+        calibration = calibrate(model.predict(full[0], num_iteration=best), full)
     else:
-        oof = np.empty(tr[0].shape[0])
-        for mask in folds(tr, 3):
-            part = train(subset(tr, ~mask), None, best)
-            oof[mask] = part.predict(tr[0][mask])
-        print(f"out-of-fold hit@3: {100 * hits_at_3(oof, tr):.1f}")
-        calibration = platt(oof, tr)
-    print(f"platt {calibration}; fitted in {time.perf_counter() - t0:.0f} s")
+        # Out of fold: each third of the training requests scored by a model fitted on the
+        # other two, every request kept (a request whose gold the legs missed counts too).
+        oof = np.empty(every[0].shape[0])
+        for mask in folds(every, 3):
+            part = train(subset(every, ~mask & has_gold(every)), None, best, config)
+            oof[mask] = part.predict(every[0][mask])
+        print(f"out-of-fold hit@3: {100 * hits_at_3(oof, every):.1f}")
+        calibration = calibrate(oof, every)
+    print(f"calibration {[round(v, 3) for v in calibration]}; "
+          f"fitted in {time.perf_counter() - t0:.0f} s")  # fmt: skip
     gain = model.feature_importance("gain", iteration=best)
     for name, g in sorted(zip(FEATURES, gain, strict=True), key=lambda kv: -kv[1]):
-        print(f"  {name:18s} {g:10.0f}")
+        print(f"  {name:20s} {g:10.0f}")
     if args.write:
-        folder = args.folder
-        text = model.model_to_string(num_iteration=best)
-        (folder / MODEL_FILE).write_text(text, encoding="utf-8")
-        meta = {
-            "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
-            "features": list(FEATURES),
-            "platt": [round(v, 6) for v in calibration],
-            "rounds": best,
-            "provenance": (
-                f"bench/fit/ranker.py --write --max-train {args.max_train} --max-dev "
-                f"{args.max_dev} --train-on {args.train_on} --fixed-rounds {best} "
-                f"--calibrate-on {args.calibrate_on}: LightGBM {lgb.__version__} LambdaRank "
-                f"on {tr[2].size} {args.train_on} requests of data/natural ({', '.join(SOURCES)}), "
-                f"{best} rounds; Platt on the {args.calibrate_on} requests' first ten candidates"
-            ),
-        }
-        (folder / META_FILE).write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
-        print(f"wrote {folder / MODEL_FILE} ({len(text)} bytes) and {META_FILE}")
+        write(args, model, best, calibration, tr[2].size)
     return 0
+
+
+def write(
+    args: argparse.Namespace,
+    model: lgb.Booster,
+    best: int,
+    calibration: list[float],
+    requests: int,
+) -> None:
+    folder = args.folder
+    text = model.model_to_string(num_iteration=best)
+    (folder / MODEL_FILE).write_text(text, encoding="utf-8")
+    flags = " ".join(
+        f"--{'' if on else 'no-'}{name}"
+        for name, on in (("monotone", args.monotone), ("balanced", args.balanced))
+    )
+    meta = {
+        "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        "features": list(FEATURES),
+        "calibration": {
+            "inputs": list(CALIBRATION_INPUTS),
+            "coef": [round(v, 6) for v in calibration[:-1]],
+            "intercept": round(calibration[-1], 6),
+        },
+        "rounds": best,
+        "provenance": (
+            f"bench/fit/ranker.py --write --max-train {args.max_train} --max-dev {args.max_dev} "
+            f"--leaves {args.leaves} --min-leaf {args.min_leaf} {flags} --fixed-rounds {best} "
+            f"--calibrate-on {args.calibrate_on}: LightGBM {lgb.__version__} LambdaRank on "
+            f"{requests} train requests of data/natural ({', '.join(SOURCES)}; MetaTool's "
+            f"without those the embedder learned from), {best} rounds; logistic calibration on "
+            f"the {args.calibrate_on} requests' first ten candidates"
+        ),
+    }
+    (folder / META_FILE).write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {folder / MODEL_FILE} ({len(text)} bytes) and {META_FILE}")
 
 
 if __name__ == "__main__":

@@ -241,6 +241,13 @@ class Settings(BaseSettings):
         "beside the file as <db>.vectors/) answers the vector leg instead of the exact "
         "product (None: the store's default, 20,000; 0: always)",
     )
+    lex_min_tools: int | None = Field(
+        default=None,
+        ge=0,
+        description="embedded SQLite store: from this many tools an in-memory posting index "
+        "answers the lexical leg (FTS5's bm25() scores, faster on large catalogs) instead of "
+        "FTS5 (None: the store's default, 1,000; 0: always)",
+    )
     embed_model: str = Field(
         default="local:tool-minilm-l6",
         description="local:tool-minilm-l6 (default, fine-tuned for tools), local:quality "
@@ -293,7 +300,7 @@ class Settings(BaseSettings):
         default=False,
         description="re-score a hybrid search's first 100 candidates with the learned ranker "
         "(search/rank.py); off by default: it does not beat the fusion on every dev set "
-        "(docs/BENCHMARKS.md section 15)",
+        "(docs/BENCHMARKS.md section 16)",
     )
     lexical_weight: float = 1.0
     vector_weight: float = 1.0
@@ -378,19 +385,24 @@ class Settings(BaseSettings):
         return value
 
     @model_validator(mode="after")
-    def _ann_into_db(self) -> Settings:
-        """``ann_min_tools`` rides on the SQLite URL as its option of the same name."""
-        if self.ann_min_tools is None:
-            return self
-        if "://" in self.db and not self.db.startswith("sqlite:"):
-            raise ValueError(
-                "ann_min_tools: the HNSW leg of the embedded store needs a SQLite db; "
-                "a PostgreSQL store chooses its vector leg with `vectors`"
-            )
-        path, _, query = self.db.partition("?")
-        options = [(k, v) for k, v in parse_qsl(query) if k != "ann_min_tools"]
-        options.append(("ann_min_tools", str(self.ann_min_tools)))
-        self.db = path + "?" + "&".join(f"{k}={v}" for k, v in options)
+    def _legs_into_db(self) -> Settings:
+        """``ann_min_tools`` and ``lex_min_tools`` ride on the SQLite URL as its options of the
+        same names."""
+        for key, value in (
+            ("ann_min_tools", self.ann_min_tools),
+            ("lex_min_tools", self.lex_min_tools),
+        ):
+            if value is None:
+                continue
+            if "://" in self.db and not self.db.startswith("sqlite:"):
+                raise ValueError(
+                    f"{key}: the legs of the embedded store need a SQLite db; a PostgreSQL "
+                    "store chooses its vector leg with `vectors`"
+                )
+            path, _, query = self.db.partition("?")
+            options = [(k, v) for k, v in parse_qsl(query) if k != key]
+            options.append((key, str(value)))
+            self.db = path + "?" + "&".join(f"{k}={v}" for k, v in options)
         return self
 
     @model_validator(mode="after")

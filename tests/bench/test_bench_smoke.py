@@ -25,18 +25,19 @@ OPENAPI_DATA = ROOT / "tests" / "data" / "openapi_quality"
 #: own output folder; ``{catalog}`` the tiny scale catalog; ``{db}`` an index of it.
 CASES: dict[str, tuple[list[str], str]] = {
     "latency_search": (["latency.py", "search", "--sizes", "250", "--queries", "4"],
-                       r'"ann_hybrid": \{"p50"'),
+                       r'"ann_postings_hybrid": \{"p50".*"bm25_postings": \{"p50"'),
     "latency_build": (["latency.py", "build", "--size", "20"], r'"sorted_tools_per_s"'),
     "latency_memory": (["latency.py", "memory", "--size", "40"], r'"peak_rss_mb"'),
     "latency_batch": (["latency.py", "batch", "--rounds", "1"], r'"speedup_vs_exact_alone"'),
     "latency_crossover": (["latency.py", "crossover", "--sizes", "250", "--queries", "4"],
-                          r'"exact_over_ann"'),
+                          r'"exact_over_ann".*"fts5_over_postings"'),
     "ann_recall_sets": (["ann_recall.py", "sets", "--sets", "seal_tools", "--queries", "10"],
                         r'"forced_graph": \{"points": \d+, "in_graph"'),
     "ann_recall_scale": (["ann_recall.py", "scale", "--size", "250", "--queries", "10"],
                          r'\{"250": \{"tools": 250'),
     "lexical_scale": (["lexical.py", "scale", "--sizes", "250", "--queries", "4", "--out", "{out}"],
                       r'"congruence_long": \{.*"impact": \{"overlap@10": 1\.0, '
+                      r'"overlap@100": 1\.0, "spearman": 1\.0\}.*"postings": \{"overlap@10": 1\.0, '
                       r'"overlap@100": 1\.0, "spearman": 1\.0\}'),
     "lexical_quality": (["lexical.py", "quality", "--sets", "single_intent", "--max-queries", "3",
                          "--out", "{out}"], r"\| single_intent \(\d+\) \| qdrant \| [\d.]+ / "),

@@ -35,13 +35,15 @@ def qdrant_vectors() -> Callable[[Path], str]:
     params=[
         "sqlite",
         "sqlite_ann",
+        "sqlite_lex",
         pytest.param("postgres", marks=pytest.mark.postgres),
         pytest.param("qdrant", marks=pytest.mark.postgres),
     ]
 )
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    """The same contract, on a real SQLite file (with the exact vector leg, and with the Qdrant
-    Edge shard forced on at any size), on a real PostgreSQL schema, and on PostgreSQL with a
+    """The same contract, on a real SQLite file (with the exact vector leg and FTS5, with the
+    Qdrant Edge shard forced on at any size, and with the in-memory posting index answering
+    the lexical leg at any size), on a real PostgreSQL schema, and on PostgreSQL with a
     Qdrant vector leg (Qdrant Edge in process)."""
     url = request.getfixturevalue("pg_url") if not request.param.startswith("sqlite") else None
     backend = open_backend(request.param, tmp_path, url)

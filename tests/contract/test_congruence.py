@@ -1,7 +1,7 @@
-"""Congruence: the same catalog indexed in SQLite (with its exact vector leg, and with its
-Qdrant Edge HNSW leg forced on), in PostgreSQL and in PostgreSQL with a Qdrant vector leg
-(Qdrant Edge in process) gives the same top-10 ids for every query, in every mode, fusion
-and hierarchical strategy.
+"""Congruence: the same catalog indexed in SQLite (with its exact vector leg and FTS5, with its
+Qdrant Edge HNSW leg forced on, and with its in-memory lexical posting index forced on), in
+PostgreSQL and in PostgreSQL with a Qdrant vector leg (Qdrant Edge in process) gives the same
+top-10 ids for every query, in every mode, fusion and hierarchical strategy.
 
 The one allowed difference is a documented tie: the vector legs compute the same cosine in
 float32 with different summation orders (numpy's BLAS vs pgvector's loop), so two tools whose
@@ -63,16 +63,27 @@ def engines(
     lite = str(tmp_path_factory.mktemp("congruence-db") / "index.db")
     ann = "sqlite:///" + str(tmp_path_factory.mktemp("congruence-ann") / "index.db")
     ann += "?ann_min_tools=0"
+    lex = "sqlite:///" + str(tmp_path_factory.mktemp("congruence-lex") / "index.db")
+    lex += "?lex_min_tools=0"
     qdrant_schema = urlencode([*parse_qsl(parts.query), ("schema", "q_" + uuid.uuid4().hex[:12])])
     folder = tmp_path_factory.mktemp("congruence-qdrant")
     qdrant = urlunsplit((parts.scheme, parts.netloc, parts.path, qdrant_schema, ""))
     qdrant += "&" + urlencode({"vectors": f"qdrant+local://{folder}/tools"})
     out: dict[str, Engine] = {}
     try:
-        for name, db in (("sqlite", lite), ("ann", ann), ("postgres", pg), ("qdrant", qdrant)):
+        stores = (
+            ("sqlite", lite),
+            ("ann", ann),
+            ("lex", lex),
+            ("postgres", pg),
+            ("qdrant", qdrant),
+        )
+        for name, db in stores:
             engine = Engine.open(Settings(db=db, cache_dir=str(vector_cache)))
             out[name] = engine
             engine.index([CatalogFile(sample[0], source="seal").read()])
+        out["lex"].search(sample[1][0], mode="bm25")
+        assert out["lex"].store.lex.describe()["leg"] == "postings"  # type: ignore[attr-defined]
         yield out
     finally:
         for engine in out.values():
@@ -116,6 +127,9 @@ def test_every_store_returns_the_same_top10(
             [(h.tool.id, h.score) for h in e.search(query, mode=mode, limit=10).hits]
             for e in (engines["sqlite"], engines["postgres"], engines["qdrant"], engines["ann"])
         ]
+        runs.append(
+            [(h.tool.id, h.score) for h in engines["lex"].search(query, mode=mode, limit=10).hits]
+        )
         assert runs[0], query
         for other in runs[1:]:
             assert_congruent(runs[0], other, tie)
@@ -129,6 +143,7 @@ def test_every_store_agrees_on_hierarchical_search(
     assert counts == engines["postgres"].store.skills.skill_tool_counts()
     assert counts == engines["qdrant"].store.skills.skill_tool_counts()
     assert counts == engines["ann"].store.skills.skill_tool_counts()
+    assert counts == engines["lex"].store.skills.skill_tool_counts()
     found = 0
     for query in sample[1]:
         request = SearchRequest(query, limit=10, strategy=Strategy(strategy))
@@ -136,6 +151,7 @@ def test_every_store_agrees_on_hierarchical_search(
             [(h.tool.id, h.score) for h in e.find(request).tools]
             for e in (engines["sqlite"], engines["postgres"], engines["qdrant"], engines["ann"])
         ]
+        runs.append([(h.tool.id, h.score) for h in engines["lex"].find(request).tools])
         for other in runs[1:]:
             assert_congruent(runs[0], other, TIE)
         found += len(runs[0])

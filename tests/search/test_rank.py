@@ -98,8 +98,64 @@ def test_a_ranker_for_other_features_is_refused(tmp_path: Path) -> None:
 
 def test_probabilities_fall_with_the_ranker_score() -> None:
     ranker = load_ranker()
-    p = ranker.probabilities(np.array([2.0, 0.5, -1.0]))
+    x = np.zeros((3, len(FEATURES)))
+    p = ranker.probabilities(np.array([2.0, 0.5, -1.0]), x)
     assert np.all(np.diff(p) < 0) and np.all((p > 0) & (p < 1))
+
+
+def test_a_calibration_for_other_inputs_is_refused(tmp_path: Path) -> None:
+    shutil.copy(_packaged() / MODEL_FILE, tmp_path / MODEL_FILE)
+    meta = json.loads((_packaged() / META_FILE).read_text("utf-8"))
+    meta["calibration"]["inputs"] = ["raw"]
+    (tmp_path / META_FILE).write_text(json.dumps(meta), encoding="utf-8")
+    with pytest.raises(ConfigError, match="calibration"):
+        load_ranker(tmp_path)
+
+
+SNOW = Tool(id="snow", name="snow_depth", description="Report snowfall depth for ski resorts.")
+
+
+def _snow_score(settings: Settings, others: list[Tool]) -> tuple[str, float]:
+    engine = Engine.open(settings.model_copy(update={"learned_ranker": True}))
+    assert engine.searcher.ranker is not None
+    engine.index([Loaded("test", [SNOW, *others])])
+    hit = engine.search("snow depth", limit=3).hits[0]
+    engine.close()
+    return hit.tool.id, hit.score
+
+
+def test_a_clear_match_in_a_one_tool_catalog_scores_high(settings: Settings) -> None:
+    tid, score = _snow_score(settings, [])
+    assert tid == "snow" and score >= 0.5
+
+
+def test_a_clear_match_keeps_its_score_as_the_catalog_grows(settings: Settings) -> None:
+    """The same request and tool alone and among 10 and 50 unrelated tools: the probability
+    that the tool is right does not collapse with the catalog's size."""
+    others = [
+        Tool(id=f"t{i}", name=f"{verb}_{noun}_{i}", description=f"{verb.title()} the {noun} {i}.")
+        for i, (verb, noun) in enumerate(
+            (v, n)
+            for v in ("create", "delete", "list", "update", "archive")
+            for n in (
+                "invoice",
+                "ticket",
+                "repository",
+                "calendar event",
+                "customer",
+                "playlist",
+                "shipment",
+                "database table",
+                "pull request",
+                "contact",
+            )
+        )
+    ]
+    alone = _snow_score(settings, [])
+    assert alone[0] == "snow"
+    for size in (10, 50):
+        tid, score = _snow_score(settings, others[:size])
+        assert tid == "snow" and score >= 0.5 and score >= alone[1] - 0.3
 
 
 def test_learned_order_ranks_the_named_tool_first(settings: Settings) -> None:

@@ -70,13 +70,16 @@ def qdrant_url(folder: Path) -> str:
 
 def open_backend(kind: str, tmp_path: Path, pg_url: str | None) -> Store:
     """A new, bound store of ``kind`` (``sqlite``; ``sqlite_ann``: SQLite with its Qdrant Edge
-    vector leg answering from the first tool; ``postgres``; or ``qdrant``: PostgreSQL with
-    Qdrant Edge as the vector leg)."""
+    vector leg answering from the first tool; ``sqlite_lex``: SQLite with its in-memory posting
+    index answering the lexical leg from the first tool; ``postgres``; or ``qdrant``:
+    PostgreSQL with Qdrant Edge as the vector leg)."""
     store: Store
     if kind == "sqlite":
         store = SQLiteStore("sqlite:///" + str(tmp_path / "contract.db"))
     elif kind == "sqlite_ann":
         store = SQLiteStore("sqlite:///" + str(tmp_path / "contract.db") + "?ann_min_tools=0")
+    elif kind == "sqlite_lex":
+        store = SQLiteStore("sqlite:///" + str(tmp_path / "contract.db") + "?lex_min_tools=0")
     elif kind == "qdrant":
         assert pg_url is not None
         store = PostgresStore(with_options(pg_url, vectors=qdrant_url(tmp_path / "qdrant")))

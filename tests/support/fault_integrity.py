@@ -10,6 +10,8 @@ from typing import Any
 import sqlean
 import sqlite_vec
 
+from toolscout.store.sqlite.lex.rows import varints
+
 
 @dataclass(frozen=True)
 class Snapshot:
@@ -46,9 +48,10 @@ def _skills_checked(conn: Any, tools: dict[str, str]) -> Snapshot:
 def check(path: Path) -> Snapshot:
     """Assert the file is a consistent index and return what it holds.
 
-    Consistent: SQLite's and FTS5's integrity checks pass; every tool has exactly one text row
-    and one vector and nothing else has either; assignments and classification rows name
-    existing tools and skills; the recorded identity is present whenever tools are.
+    Consistent: SQLite's and FTS5's integrity checks pass; every tool has exactly one text row,
+    one terms row (of FTS5's token count) and one vector and nothing else has any;
+    assignments and classification rows name existing tools and skills; the recorded identity
+    is present whenever tools are.
     """
     conn = _connect(path)
     try:
@@ -63,6 +66,11 @@ def check(path: Path) -> Snapshot:
             vec = {r[0] for r in conn.execute("SELECT rowid FROM tools_vec")}
             assert fts == rowids, f"text rows differ: {len(fts ^ rowids)} rowids"
             assert vec == rowids, f"vectors differ: {len(vec ^ rowids)} rowids"
+            # The lexical posting index's source: one terms row per tool, of FTS5's length.
+            lengths = dict(conn.execute("SELECT rowid, length FROM tools_terms").fetchall())
+            assert set(lengths) == rowids, f"terms rows differ: {len(set(lengths) ^ rowids)}"
+            for rowid, size in conn.execute("SELECT id, sz FROM tools_fts_docsize"):
+                assert lengths[rowid] == sum(varints(bytes(size))), f"terms of row {rowid}"
         return _skills_checked(conn, tools)
     finally:
         conn.close()

@@ -41,7 +41,8 @@ class SearchConfig:
     exact_name_boost: bool = True
     #: Re-score the first ``candidates`` fused hits of a hybrid search with the learned ranker
     #: (search/rank.py); off: the hand-set fusion's order stands. Off by default: measured with
-    #: bench/ranking.py it does not beat the fusion on every dev set (docs/BENCHMARKS.md §15).
+    #: bench/ranking.py it does not beat every same-model baseline on every dev set
+    #: (docs/BENCHMARKS.md §16).
     learned_ranker: bool = False
     #: Run the lexical and the vector leg at the same time on stores that gain from it (a
     #: search then costs about its slower leg: on PostgreSQL both legs run on the server,

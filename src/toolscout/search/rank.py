@@ -3,20 +3,21 @@
 A LightGBM LambdaRank model over per-(request, candidate) features (:data:`FEATURES`): the
 candidate's cosine to the request and where it stands among the vector leg's candidates (gap to
 the best, z-score, rank), its BM25 score in IDF units, relative to the best and its rank, the
-hand-set fusion's score and rank, and how much of its name the request says; plus request-level
-context (intents, catalog size, the best cosine and BM25 evidence). Gradient-boosted trees were
-chosen over a linear model because the legs' value depends on context (BM25 counts when the
-request restates rare words, not when it shares one stray term), which trees learn without
-hand-made interactions; LambdaRank optimises the first places directly.
+hand-set fusion's score and rank, the legs' reciprocal ranks summed as RRF does, how much of
+its name the request says; plus request-level context (intents, catalog
+size, the best cosine and BM25 evidence). Gradient-boosted trees were chosen over a linear
+model because the legs' value depends on context (BM25 counts when the request restates rare
+words, not when it shares one stray term), which trees learn without hand-made interactions;
+LambdaRank optimises the first places directly. Monotone constraints (:data:`MONOTONE`) keep
+it from learning to punish a candidate for more evidence.
 
 The model is LightGBM's own text dump (``ranker.txt``), evaluated here with numpy (every tree
-walked at once, one step per level), so serving needs no LightGBM; re-scoring 100 candidates
-takes about a millisecond (docs/BENCHMARKS.md §15). It is off by default
+walked at once, one step per level), so serving needs no LightGBM. It is off by default
 (``SearchConfig.learned_ranker``): it does not beat every same-model baseline on every dev
-set. ``ranker.json`` beside it records the file's sha256 (checked at load), the feature names,
-the command that fitted it, and the Platt calibration that maps the ranker's output to the
-probability that the candidate is a right tool. Refit both with
-``python bench/fit/ranker.py --write``.
+set (docs/benchmarks/ranking.md). ``ranker.json`` beside it records the file's sha256 (checked
+at load), the feature names, the command that fitted it, and the logistic calibration that
+maps the ranker's output and its context (:data:`CALIBRATION_INPUTS`) to the probability that
+the candidate is a right tool. Refit both with ``python bench/fit/ranker.py --write``.
 """
 
 from __future__ import annotations
@@ -62,7 +63,16 @@ FEATURES: tuple[str, ...] = (
     "name_covered",
     "server_best_gap",
     "server_share",
+    "rrf",
 )
+
+#: How each feature may move the ranker's output, in :data:`FEATURES` order (1: never down as
+#: the feature grows, -1: never up, 0: free). Evidence for a candidate may only help it, so a
+#: ranker cannot learn to punish a tool for matching the request better than its peers.
+MONOTONE: tuple[int, ...] = (0, 0, 0, 0, 0, 0, 1, 1, 1, -1, 1, 1, -1, 1, -1, 1, 1, 0, 0, 1)
+
+#: The k of the reciprocal-rank feature, as in RRF.
+RRF_K = 60.0
 
 
 @dataclass(frozen=True)
@@ -117,8 +127,11 @@ def features(
         c = cos.get(tid, floor_cos)
         lx = lex.get(tid, 0.0)
         tool = tools.get(tid)
-        name = _name_tokens(tool.name if tool else "")
+        name = _token_set(tool.name if tool else "")
         shared = len(name & query)
+        rrf = 1.0 / (RRF_K + cos_rank.get(tid, len(legs.vector) + 1))
+        if tid in lex_rank:
+            rrf += 1.0 / (RRF_K + lex_rank[tid])
         rows[i] = [
             *context,
             c,
@@ -134,12 +147,13 @@ def features(
             shared / len(query) if query else 0.0,
             server_best[server[tid]] - best_cos,
             top_servers.count(server[tid]) / max(1, len(top_servers)),
+            rrf * RRF_K,
         ]
     return rows
 
 
 @lru_cache(maxsize=65536)
-def _name_tokens(name: str) -> frozenset[str]:
+def _token_set(name: str) -> frozenset[str]:
     # Analysing a name costs more than the rest of its row; names repeat across requests.
     return frozenset(analyze(name))
 
@@ -234,26 +248,65 @@ def _depth(left: list[int], right: list[int]) -> int:
     return deepest
 
 
+#: The calibration's inputs per candidate: the ranker's output, its gap to the request's best,
+#: the candidate's place (log of 1 + its 0-based position), and evidence that means the same
+#: in any catalog (the cosine and its gap, BM25 in IDF units, the catalog's size).
+CALIBRATION_INPUTS: tuple[str, ...] = (
+    "raw",
+    "raw_gap",
+    "position",
+    "cosine",
+    "cosine_gap",
+    "lexical_evidence",
+    "log_tools",
+)
+
+
+def calibration_inputs(raw: NDArray[np.float64], x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """One row of :data:`CALIBRATION_INPUTS` per candidate of one request (``x``: its rows of
+    :data:`FEATURES`, ``raw``: the ranker's output for them)."""
+    if raw.size == 0:
+        return np.zeros((0, len(CALIBRATION_INPUTS)))
+    position = np.empty(raw.size)
+    position[np.argsort(-raw, kind="stable")] = np.arange(raw.size)
+    col = FEATURES.index
+    return np.column_stack(
+        [
+            raw,
+            raw - raw.max(),
+            np.log1p(position),
+            x[:, col("cosine")],
+            x[:, col("cosine_gap")],
+            x[:, col("lexical_evidence")],
+            x[:, col("log_tools")],
+        ]
+    )
+
+
 @dataclass(frozen=True)
 class Ranker:
-    """The packaged model: trees, the features they read, and the Platt map to probabilities."""
+    """The packaged model: trees, the features they read, and the logistic map from the
+    ranker's output and its context to the probability that a candidate is a right tool."""
 
     trees: Trees
     features: tuple[str, ...]
-    #: ``P(right) = sigmoid(a * raw + b * (raw - best raw of the request) + c)``.
-    platt: tuple[float, float, float]
+    #: Weights of :data:`CALIBRATION_INPUTS`, then the intercept.
+    calibration: tuple[float, ...]
     provenance: str = ""
 
     def scores(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         """The ranker's raw output per row (higher is better; not a probability)."""
         return self.trees.predict(x)
 
-    def probabilities(self, raw: NDArray[np.float64]) -> NDArray[np.float64]:
-        """The probability that each candidate is a right tool, from one request's raw scores."""
+    def probabilities(
+        self, raw: NDArray[np.float64], x: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        """The probability that each candidate is a right tool, from one request's raw scores
+        and feature rows."""
         if raw.size == 0:
             return raw
-        a, b, c = self.platt
-        z = a * raw + b * (raw - raw.max()) + c
+        coef = np.asarray(self.calibration[:-1])
+        z = calibration_inputs(raw, x) @ coef + self.calibration[-1]
         out: NDArray[np.float64] = 1.0 / (1.0 + np.exp(-np.clip(z, -50.0, 50.0)))
         return out
 
@@ -264,7 +317,7 @@ def rerank(
     """The candidates ``ids`` (rows of ``x``) in the ranker's order (ties by id), then the rest
     of the fused run as it was; and each candidate's probability of being a right tool."""
     raw = ranker.scores(x)
-    chance = ranker.probabilities(raw)
+    chance = ranker.probabilities(raw, x)
     order = sorted(range(len(ids)), key=lambda i: (-raw[i], ids[i]))
     head = [Scored(ids[i], float(chance[i])) for i in order]
     return head + list(legs.fused[len(ids) :]), {h.id: h.score for h in head}
@@ -299,8 +352,15 @@ def load_ranker(folder: Path | None = None) -> Ranker:
             "refit with `python bench/fit/ranker.py --write`"
         )
     try:
-        a, b, c = (float(v) for v in meta["platt"])
+        calibration = meta["calibration"]
+        inputs = tuple(calibration["inputs"])
+        weights = tuple(float(v) for v in [*calibration["coef"], calibration["intercept"]])
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"{META_FILE} is malformed: {exc}") from exc
+    if inputs != CALIBRATION_INPUTS or len(weights) != len(inputs) + 1:
+        raise ConfigError(
+            f"the ranker's calibration reads {list(inputs)!r}, this code computes "
+            f"{list(CALIBRATION_INPUTS)}; refit with `python bench/fit/ranker.py --write`"
+        )
     trees = parse_lightgbm(model.decode("utf-8"))
-    return Ranker(trees, FEATURES, (a, b, c), str(meta.get("provenance", "")))
+    return Ranker(trees, FEATURES, weights, str(meta.get("provenance", "")))

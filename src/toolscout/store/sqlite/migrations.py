@@ -135,6 +135,20 @@ MIGRATIONS: list[tuple[int, str]] = [
             VALUES('vectors_epoch', lower(hex(randomblob(16))));
         """,
     ),
+    (
+        5,
+        # Each tool's analysed terms, written with the tool (store/sqlite/lex/rows.py has the
+        # layout): the in-memory lexical leg is loaded from them. Tools written before this
+        # table have none until rewritten; FTS5 answers for such an index.
+        """
+        CREATE TABLE tools_terms (
+            rowid INTEGER PRIMARY KEY,
+            length INTEGER NOT NULL,
+            terms TEXT NOT NULL,
+            tf BLOB NOT NULL
+        );
+        """,
+    ),
 ]
 
 

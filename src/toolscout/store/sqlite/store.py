@@ -1,10 +1,13 @@
 """SQLiteStore: the embedded :class:`~toolscout.store.base.Store`, composed of its database,
-the shared SQL tables (:class:`~toolscout.store.sql.SQLStore`), the FTS5 lexical leg and the
-vector leg (the exact mirror, and a Qdrant Edge shard above ``ann_min_tools`` tools).
+the shared SQL tables (:class:`~toolscout.store.sql.SQLStore`), the lexical leg (FTS5, and an
+in-memory posting index above ``lex_min_tools`` tools) and the vector leg (the exact mirror,
+and a Qdrant Edge shard above ``ann_min_tools`` tools).
 
 URL options (``sqlite:///PATH?mode=ro&ann_min_tools=50000``): ``mode=ro`` opens the index
 read-only; ``ann_min_tools`` is the size from which the HNSW shard answers (0: always; see
-:mod:`toolscout.store.sqlite.ann.leg`); ``ann_ef`` the shard's search breadth.
+:mod:`toolscout.store.sqlite.ann.leg`); ``ann_ef`` the shard's search breadth;
+``lex_min_tools`` the size from which the posting index answers (see
+:mod:`toolscout.store.sqlite.lex.leg`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ from toolscout.store.sql import SQLStore
 from toolscout.store.sqlite.ann.leg import DEFAULT_MIN_TOOLS, AnnVectorLeg
 from toolscout.store.sqlite.ann.shard import GraphParams
 from toolscout.store.sqlite.database import SQLiteDatabase
+from toolscout.store.sqlite.lex.leg import DEFAULT_MIN_TOOLS as LEX_MIN_TOOLS
+from toolscout.store.sqlite.lex.leg import LexicalLeg
+from toolscout.store.sqlite.lex.rows import write_terms
 from toolscout.store.sqlite.lexical import FTS5Lexical
 from toolscout.store.sqlite.runs import RunLock, replace_from, staging_path
 from toolscout.store.sqlite.vectors import VectorMirror
@@ -39,7 +45,7 @@ def _dumps(value: Any) -> str | None:
 
 #: Appended to a path (``index.db?mode=ro``), opens the index read-only.
 READ_ONLY_SUFFIX = "?mode=ro"
-_OPTIONS = ("mode", "ann_min_tools", "ann_ef")
+_OPTIONS = ("mode", "ann_min_tools", "ann_ef", "lex_min_tools")
 #: Change-log entries kept; a shard further behind is rebuilt from the rows.
 LOG_KEEP = 500_000
 
@@ -58,7 +64,7 @@ def _options(url: str, path: str) -> tuple[str, dict[str, str]]:
         )
     if options.get("mode", "ro") != "ro":
         raise ConfigError(f"db: mode={options['mode']!r} in {url!r}; the only mode is ro")
-    for key in ("ann_min_tools", "ann_ef"):
+    for key in ("ann_min_tools", "ann_ef", "lex_min_tools"):
         if key in options and not options[key].isdigit():
             raise ConfigError(f"db: {key}={options[key]!r} in {url!r} must be a whole number")
     return path, options
@@ -82,6 +88,11 @@ class SQLiteStore(SQLStore):
         self._runs = RunLock(self.database)
         super().__init__(self.database)
         self.lexical_leg = FTS5Lexical(self.database)
+        self.lex = LexicalLeg(
+            self.database,
+            self.lexical_leg,
+            min_tools=int(options.get("lex_min_tools", LEX_MIN_TOOLS)),
+        )
         self.vector_leg = VectorMirror(self.database)
         graph = GraphParams()
         if "ann_ef" in options:
@@ -133,6 +144,7 @@ class SQLiteStore(SQLStore):
         """Raises: StoreError."""
         replace_from(self.database, staging)
         self.ann.reset()
+        self.lex.reset()
         ident = self.identity()
         self.vector_leg.dim = ident.dim if ident else None
 
@@ -147,6 +159,7 @@ class SQLiteStore(SQLStore):
             # Skill vectors come from the old model's space: recomputed after the rebuild.
             conn.execute("UPDATE skills SET vector=NULL, profile_vector=NULL, profile_hash=NULL")
             conn.execute("DELETE FROM tools_fts")
+            conn.execute("DELETE FROM tools_terms")
             conn.execute("DROP TABLE IF EXISTS tools_vec")
             conn.execute("DELETE FROM meta WHERE key='identity'")
             conn.execute("DELETE FROM tools_changes")
@@ -155,6 +168,7 @@ class SQLiteStore(SQLStore):
             )
         self.vector_leg.dim = None
         self.ann.reset()
+        self.lex.reset()
 
     @contextmanager
     def bulk(self) -> Iterator[None]:
@@ -173,6 +187,7 @@ class SQLiteStore(SQLStore):
                 self._write_one(conn, entry, self.vector_leg.dim)
             _prune_log(conn)
         self.ann.written()
+        self.lex.written()
 
     def _write_one(self, conn: Any, entry: IndexEntry, dim: int) -> None:
         tool = entry.tool
@@ -219,6 +234,7 @@ class SQLiteStore(SQLStore):
             f"INSERT INTO tools_fts(rowid, {cols}) VALUES({marks})",
             (rowid, *(entry.fields.get(f, "") for f in LEXICAL_FIELDS)),
         )
+        write_terms(conn, rowid, entry.fields)
         conn.execute(
             "INSERT INTO tools_vec(rowid, embedding) VALUES(?, ?)", (rowid, vector.tobytes())
         )
@@ -235,6 +251,7 @@ class SQLiteStore(SQLStore):
                 removed += 1
             _prune_log(conn)
         self.ann.written()
+        self.lex.written()
         return removed
 
     def _delete_rowid(self, conn: Any, rowid: int) -> None:
@@ -243,6 +260,7 @@ class SQLiteStore(SQLStore):
                 f"DELETE FROM {table} WHERE tool_id=(SELECT id FROM tools WHERE rowid=?)", (rowid,)
             )
         conn.execute("DELETE FROM tools_fts WHERE rowid=?", (rowid,))
+        conn.execute("DELETE FROM tools_terms WHERE rowid=?", (rowid,))
         if self.vector_leg.dim is not None:
             conn.execute("DELETE FROM tools_vec WHERE rowid=?", (rowid,))
         conn.execute("DELETE FROM tools WHERE rowid=?", (rowid,))
@@ -266,7 +284,7 @@ class SQLiteStore(SQLStore):
         weights: Sequence[float] | None = None,
     ) -> list[Scored]:
         """Raises: ValueError (weights of the wrong length), StoreError."""
-        return self.lexical_leg.lexical(tokens, limit=limit, filters=filters, weights=weights)
+        return self.lex.lexical(tokens, limit=limit, filters=filters, weights=weights)
 
     def nearest(
         self, vector: NDArray[np.float32], *, limit: int, filters: Filters | None = None
@@ -290,6 +308,7 @@ class SQLiteStore(SQLStore):
         return self.database.version()
 
     def close(self) -> None:
+        self.lex.close()
         self.ann.close()
         self.database.close()
 

@@ -11,28 +11,26 @@ so the stores' lexical scores are bit-identical.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import NDArray
 
+from toolscout.store.fts5 import IDF_FLOOR, K1, B, idf
 from toolscout.store.postgres.lexical.postings import DENSE_MAX, PostingList
 from toolscout.store.postgres.lexical.terms import TF_COLUMNS
 
-#: BM25's k1: no term contributes more than ``idf * (K1 + 1)`` to a score, whatever its
-#: frequency and the document's length (FTS5's formula, with non-negative field weights).
-K1 = 1.2
-#: BM25's length normalisation.
-B = 0.75
-#: FTS5's IDF for terms in more than half the documents.
-IDF_FLOOR = 1e-6
-
-
-def idf(df: int, rows: int) -> float:
-    """FTS5's IDF of a term in ``df`` of ``rows`` documents."""
-    v = math.log((rows - df + 0.5) / (df + 0.5))
-    return v if v > 0 else IDF_FLOOR
+__all__ = [
+    "DENSE_SPREAD",
+    "IDF_FLOOR",
+    "K1",
+    "B",
+    "bm25_scores",
+    "field_sum_sql",
+    "idf",
+    "idf_floor_sql",
+    "term_score_sql",
+]
 
 
 def _f8(value: float) -> str:
