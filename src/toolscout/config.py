@@ -41,6 +41,11 @@ def default_reports_dir() -> str:
     return str(Path(platformdirs.user_data_dir("toolscout")) / "reports")
 
 
+def default_models_dir() -> str:
+    """Where installed models (``toolscout model install quality``) live."""
+    return str(Path(platformdirs.user_data_dir("toolscout")) / "models")
+
+
 def default_cache_dir() -> str:
     return str(Path(platformdirs.user_cache_dir("toolscout")))
 
@@ -245,9 +250,14 @@ class Settings(BaseSettings):
     )
     embed_model: str = Field(
         default="local:tool-minilm-l6",
-        description="local:tool-minilm-l6 (default, fine-tuned for tools), local:minilm-l6-int8 "
-        "(stock MiniLM), onnx:PATH (a folder with an ONNX graph + tokenizer.json) or "
-        "provider:model for a remote API via pydantic-ai",
+        description="local:tool-minilm-l6 (default, fine-tuned for tools), local:quality "
+        "(all-mpnet-base-v2, ~10x the compute; `toolscout model install quality` first), "
+        "local:minilm-l6-int8 (stock MiniLM), onnx:PATH (a folder with an ONNX graph + "
+        "tokenizer.json) or provider:model for a remote API via pydantic-ai",
+    )
+    models_dir: str = Field(
+        default_factory=default_models_dir,
+        description="where `toolscout model install` puts models and local:quality loads them",
     )
     embed_base_url: str | None = None
     embed_api_key: str | None = None

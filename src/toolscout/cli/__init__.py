@@ -111,7 +111,8 @@ def _register() -> None:
     # Importing a command module adds its commands to ``app``.
     from toolscout.cli import core  # noqa: F401
 
-    for optional in ("skills", "serve", "sync", "enrich", "db", "install", "config", "feedback"):
+    optional_commands = ("skills", "serve", "sync", "enrich", "db", "install", "config")
+    for optional in (*optional_commands, "feedback", "model"):
         try:
             __import__(f"toolscout.cli.{optional}")
         except ModuleNotFoundError as exc:

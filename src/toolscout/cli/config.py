@@ -24,7 +24,7 @@ TEMPLATE = """\
 # db = "{db}"                # SQLite path, or postgresql://user@host/dbname
 # ann_min_tools = 20000      # SQLite: from this many tools an HNSW index answers (0: always)
 # lex_min_tools = 1000       # SQLite: from this many tools a BM25 index in memory answers
-# embed_model = "local:minilm-l6-int8"
+# embed_model = "local:quality"   # larger model: `toolscout model install quality` first
 # enrich = "offline"         # none | offline | llm
 
 # Sources `toolscout sync` and `watch` use when given no arguments:

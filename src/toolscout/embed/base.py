@@ -1,10 +1,11 @@
 """The Embedder protocol and the factory that picks one from a model spec.
 
 Model specs: ``local:tool-minilm-l6`` (default, offline; ``local:minilm-l6-int8`` is the stock
-MiniLM), ``onnx:PATH`` (a local folder with an ONNX graph and tokenizer.json, see
-:mod:`toolscout.embed.onnx`) or ``<provider>:<model>`` for any
-embedding provider pydantic-ai knows (``openai:text-embedding-3-small``, ``cohere:...``,
-``google:...``); an OpenAI-compatible server is reached with ``openai:<model>`` plus a base URL.
+MiniLM; ``local:quality`` the larger model installed by ``toolscout model install quality``,
+:mod:`toolscout.embed.installed`), ``onnx:PATH`` (a local folder with an ONNX graph and
+tokenizer.json, see :mod:`toolscout.embed.onnx`) or ``<provider>:<model>`` for any embedding
+provider pydantic-ai knows (``openai:text-embedding-3-small``, ``cohere:...``, ``google:...``);
+an OpenAI-compatible server is reached with ``openai:<model>`` plus a base URL.
 """
 
 from __future__ import annotations
@@ -90,12 +91,14 @@ def open_embedder(
     dim: int | None = None,
     query_encoder: str = "int8",
     cache_dir: Path | None = None,
+    models_dir: Path | None = None,
 ) -> Embedder:
-    """Build the embedder named by ``spec``.
+    """Build the embedder named by ``spec`` (``models_dir``: where installed models live,
+    default the user data directory's ``models``).
 
     Raises:
         ConfigError: the spec is malformed or names an unknown local model.
-        EmbedError: the model files cannot be loaded.
+        EmbedError: the model files cannot be loaded, or an installed tier is not installed.
     """
     provider, sep, model = spec.partition(":")
     if not sep or not model:
@@ -104,7 +107,14 @@ def open_embedder(
             f"e.g. {DEFAULT_MODEL!r} or 'openai:text-embedding-3-small'"
         )
     if provider == "local":
+        from toolscout.embed.installed import TIERS, load_installed
         from toolscout.embed.local import load_local
+
+        if model in TIERS:
+            from toolscout.config import default_models_dir
+
+            root = models_dir if models_dir is not None else Path(default_models_dir())
+            return load_installed(model, root, threads)
 
         return load_local(
             model,

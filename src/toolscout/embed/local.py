@@ -141,8 +141,9 @@ def load_local(
     known |= {STOCK_MODEL: STOCK_MODEL, STOCK_NAME: STOCK_MODEL}
     if model not in known:
         raise ConfigError(
-            f"unknown local embedding model {model!r}; use 'local:{TOOL_MODEL}' (default) or "
-            f"'local:{STOCK_MODEL}' (stock all-MiniLM-L6-v2)"
+            f"unknown local embedding model {model!r}; use 'local:{TOOL_MODEL}' (default), "
+            f"'local:quality' (all-mpnet-base-v2, installed by `toolscout model install "
+            f"quality`) or 'local:{STOCK_MODEL}' (stock all-MiniLM-L6-v2)"
         )
     if query_encoder not in ("int8", "exact"):
         raise ConfigError(f"query_encoder must be 'int8' or 'exact'; got {query_encoder!r}")

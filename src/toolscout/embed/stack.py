@@ -26,6 +26,7 @@ def open_embedder_stack(s: Settings) -> Embedder:
         dim=s.embed_dim,
         query_encoder=s.query_encoder,
         cache_dir=Path(s.cache_dir),
+        models_dir=Path(s.models_dir),
     )
     if s.embed_cache:
         embedder = CachedEmbedder(embedder, Path(s.cache_dir) / "vectors.sqlite")

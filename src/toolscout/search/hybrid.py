@@ -121,7 +121,7 @@ class HybridSearcher:
         self.ranker = ranker
         if ranker is None and self.config.learned_ranker:
             try:
-                self.ranker = load_ranker()
+                self.ranker = self._packaged_ranker()
             except ConfigError as exc:
                 # Searches still work in the fusion's order; say once why, and how to refit.
                 if str(exc) not in _WARNED:
@@ -133,6 +133,16 @@ class HybridSearcher:
             if store.parallel_reads
             else None
         )
+
+    def _packaged_ranker(self) -> Ranker:
+        """Raises: ConfigError when the packaged ranker cannot serve this searcher's model: it
+        learned from the cosines of the model the calibration was fitted for."""
+        if self.calibration_status != "fitted":
+            raise ConfigError(
+                f"it was fitted with the packaged model's cosines (scores are "
+                f"{self.calibration_status}); the hand-set fusion ranks instead"
+            )
+        return load_ranker()
 
     def close(self) -> None:
         """Stop the leg threads (searches after this run their legs one after the other)."""
