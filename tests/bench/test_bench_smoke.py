@@ -29,6 +29,8 @@ CASES: dict[str, tuple[list[str], str]] = {
     "latency_build": (["latency.py", "build", "--size", "20"], r'"sorted_tools_per_s"'),
     "latency_memory": (["latency.py", "memory", "--size", "40"], r'"peak_rss_mb"'),
     "latency_batch": (["latency.py", "batch", "--rounds", "1"], r'"speedup_vs_exact_alone"'),
+    "query_threads": (["query_threads.py", "--queries", "3", "--rounds", "1"],
+                      r'\{"median": \{"spin": \{"wall_ms": '),
     "latency_crossover": (["latency.py", "crossover", "--sizes", "250", "--queries", "4"],
                           r'"exact_over_ann".*"fts5_over_postings"'),
     "ann_recall_sets": (["ann_recall.py", "sets", "--sets", "seal_tools", "--queries", "10"],

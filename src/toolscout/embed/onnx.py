@@ -145,7 +145,9 @@ class OnnxEmbedder:
             )
         self._output = config.output or outputs[0]
         self._batch = 1 if quantised_per_call(graph) else BATCH
-        self._query_session = session(query_graph, threads) if query_graph else self._session
+        # One request is a few dozen tokens: a second intra-op thread costs nearly as much CPU
+        # as it saves wall time (bench/query_threads.py), and servers run searches side by side.
+        self._query_session = session(query_graph, 1) if query_graph else self._session
         self._query_batch = 1 if query_graph and quantised_per_call(query_graph) else self._batch
         self._graph = graph
         self._threads = threads
