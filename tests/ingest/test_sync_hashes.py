@@ -17,7 +17,7 @@ import sqlite_vec
 
 from support.mcp_test_servers import Catalog, tool
 from toolscout.config import Settings
-from toolscout.embed.base import Embedder, Vectors
+from toolscout.embed.base import Embedder, EmbedderWrapper, Vectors
 from toolscout.engine import Engine
 from toolscout.ingest.mcp import McpSource
 from toolscout.ingest.mcpconfig import ServerSpec
@@ -25,27 +25,16 @@ from toolscout.ingest.pyfile import ToolDirectory
 from toolscout.sync.sync import catalog_source, resolve_sources, sync
 
 
-class CountingEmbedder:
+class CountingEmbedder(EmbedderWrapper):
     """The real embedder, counting the texts the engine asks it to embed."""
 
     def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.texts = 0
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         self.texts += len(texts)
         return self.inner.embed(texts)
-
-    def embed_query(self, texts: Sequence[str]) -> Vectors:
-        return self.inner.embed_query(texts)
 
 
 def write_tools(root: Path, tools: dict[str, str]) -> None:

@@ -6,28 +6,17 @@ from collections.abc import Sequence
 
 import pytest
 
-from toolscout.embed.base import Embedder, Vectors
+from toolscout.embed.base import Embedder, EmbedderWrapper, Vectors
 from toolscout.engine import Engine
 from toolscout.models import Loaded, SearchMode, SearchRequest, Strategy, Tool
 
 
-class QueryCounter:
+class QueryCounter(EmbedderWrapper):
     """The real embedder, counting the query embeddings a search asks for."""
 
     def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.queries = 0
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
-
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        return self.inner.embed(texts)
 
     def embed_query(self, texts: Sequence[str]) -> Vectors:
         self.queries += 1
