@@ -88,27 +88,13 @@ def assert_shard_agrees(db: Path) -> int:
         store.close()
 
 
-def _request(op: str, db: Path, scene: Scene, kill_at: int | None = None) -> dict[str, Any]:
-    request: dict[str, Any] = {
-        "op": op,
-        "db": str(db),
-        "catalogs": [str(c) for c in scene.catalogs],
-        "options": ANN,
-    }
-    if op == "index":
-        request["prune"] = True
-    if kill_at is not None:
-        request["kill_at"] = kill_at
-    return request
-
-
 def test_kill_9_between_commit_and_shard_write_is_repaired_from_the_rows(
     writer_pool: WriterPool, scene: Scene, tmp_path: Path, rng: random.Random
 ) -> None:
     runs: dict[str, dict[str, Any]] = {}
     for op in OPS:
         db = _with_shard(scene.copy(tmp_path / f"full-{op}.db"))
-        (full,) = writer_pool.run(_request(op, db, scene))
+        (full,) = writer_pool.run(scene.request(op, db, ANN))
         assert not full["killed"] and full["commits"], full
         assert assert_shard_agrees(db) == len(scene.v2)
         runs[op] = full
@@ -122,11 +108,11 @@ def test_kill_9_between_commit_and_shard_write_is_repaired_from_the_rows(
             kill_at = rng.randint(1, full["statements"])
         where = f"seed {SEED}, kill {i}: {op} killed before statement {kill_at}"
         db = _with_shard(scene.copy(tmp_path / f"kill-{i}.db"))
-        (run,) = writer_pool.run(_request(op, db, scene, kill_at))
+        (run,) = writer_pool.run(scene.request(op, db, ANN, kill_at))
         assert run["killed"], where
         behind += _behind(db)
         assert assert_shard_agrees(db) == len(check(db).tools), where
-        (resumed,) = writer_pool.run(_request(op, db, scene))
+        (resumed,) = writer_pool.run(scene.request(op, db, ANN))
         assert not resumed["killed"] and resumed["exit"] == 0, where
         assert assert_shard_agrees(db) == len(scene.v2), where + ", then run again"
     assert behind >= KILLS // 3, "too few kills left the shard behind the rows to test repair"

@@ -54,20 +54,6 @@ def assert_fresh_agrees(db: Path, queries: list[list[str]], where: str = "") -> 
         store.close()
 
 
-def _request(op: str, db: Path, scene: Scene, kill_at: int | None = None) -> dict[str, Any]:
-    request: dict[str, Any] = {
-        "op": op,
-        "db": str(db),
-        "catalogs": [str(c) for c in scene.catalogs],
-        "options": LEX,
-    }
-    if op == "index":
-        request["prune"] = True
-    if kill_at is not None:
-        request["kill_at"] = kill_at
-    return request
-
-
 def test_kill_9_of_a_writer_leaves_every_posting_index_as_fts5(
     writer_pool: WriterPool, scene: Scene, tmp_path: Path, rng: random.Random
 ) -> None:
@@ -75,7 +61,7 @@ def test_kill_9_of_a_writer_leaves_every_posting_index_as_fts5(
     runs: dict[str, dict[str, Any]] = {}
     for op in OPS:
         db = scene.copy(tmp_path / f"full-{op}.db")
-        (full,) = writer_pool.run(_request(op, db, scene))
+        (full,) = writer_pool.run(scene.request(op, db, LEX))
         assert not full["killed"] and full["commits"], full
         assert assert_fresh_agrees(db, queries) == len(scene.v2)
         runs[op] = full
@@ -91,13 +77,13 @@ def test_kill_9_of_a_writer_leaves_every_posting_index_as_fts5(
         reader = _open(db)  # holds the index loaded while the writer runs and dies
         try:
             assert_as_fts5(reader, queries, where)
-            (run,) = writer_pool.run(_request(op, db, scene, kill_at))
+            (run,) = writer_pool.run(scene.request(op, db, LEX, kill_at))
             assert run["killed"], where
             tools = len(check(db).tools)
             assert_as_fts5(reader, queries, where + ", the reader caught up")
             assert reader.lex.describe()["tools"] == tools, where
             assert assert_fresh_agrees(db, queries, where) == tools, where
-            (resumed,) = writer_pool.run(_request(op, db, scene))
+            (resumed,) = writer_pool.run(scene.request(op, db, LEX))
             assert not resumed["killed"] and resumed["exit"] == 0, where
             assert_as_fts5(reader, queries, where + ", then run again")
             assert reader.lex.describe()["tools"] == len(scene.v2), where

@@ -76,3 +76,20 @@ class Scene:
     def copy(self, to: Path) -> Path:
         shutil.copyfile(self.base, to)
         return to
+
+    def request(
+        self, op: str, db: Path, options: str, kill_at: int | None = None
+    ) -> dict[str, Any]:
+        """A writer-pool request: ``op`` on ``db`` from this scene's catalogs, opened with the
+        store URL ``options`` (an index prunes), killed at statement ``kill_at`` if given."""
+        request: dict[str, Any] = {
+            "op": op,
+            "db": str(db),
+            "catalogs": [str(c) for c in self.catalogs],
+            "options": options,
+        }
+        if op == "index":
+            request["prune"] = True
+        if kill_at is not None:
+            request["kill_at"] = kill_at
+        return request
