@@ -9,6 +9,7 @@ import pytest
 import sqlean
 
 from support.backends import IDENTITY, entry, unit
+from support.concurrent_reads import reads_beside_writes
 from toolscout.config import Settings
 from toolscout.errors import ConfigError
 from toolscout.store.sqlite import SQLiteStore
@@ -106,40 +107,26 @@ def test_the_setting_rides_on_the_sqlite_url_and_is_refused_for_postgresql() -> 
 
 
 def test_searches_from_threads_during_writes_see_committed_states_only(tmp_path: Path) -> None:
-    import threading
-
     store = _store(tmp_path / "i.db")
     _fill(store)
-    errors: list[BaseException] = []
-    seen: list[int] = []
-    stop = threading.Event()
 
-    def search() -> None:
-        while not stop.is_set():
-            try:
-                hits = store.nearest(unit(0.0, 0.0, 1.0), limit=50)  # every tool
-                # "files::late_*" tools arrive in pairs, one transaction each: never half a pair.
-                late = [h.id for h in hits if h.id.startswith("files::late_")]
-                assert len(late) % 2 == 0, late
-                seen.append(len(late))
-            except BaseException as exc:  # reported below, in the test's thread
-                errors.append(exc)
-                return
+    def search() -> int:
+        hits = store.nearest(unit(0.0, 0.0, 1.0), limit=50)  # every tool
+        # "files::late_*" tools arrive in pairs, one transaction each: never half a pair.
+        late = [h.id for h in hits if h.id.startswith("files::late_")]
+        assert len(late) % 2 == 0, late
+        return len(late)
 
-    threads = [threading.Thread(target=search) for _ in range(3)]
-    for t in threads:
-        t.start()
-    for i in range(10):
-        store.upsert(
-            [
-                entry(f"files::late_{i}a", "late", unit(0.0, 0.01 * i, 1.0)),
-                entry(f"files::late_{i}b", "late", unit(0.0, 0.01 * i + 0.005, 1.0)),
-            ]
-        )
-    stop.set()
-    for t in threads:
-        t.join(timeout=30)
-    assert not errors, errors[0]
+    def write() -> None:
+        for i in range(10):
+            store.upsert(
+                [
+                    entry(f"files::late_{i}a", "late", unit(0.0, 0.01 * i, 1.0)),
+                    entry(f"files::late_{i}b", "late", unit(0.0, 0.01 * i + 0.005, 1.0)),
+                ]
+            )
+
+    seen = reads_beside_writes(search, write)
     assert seen and store.ann.describe()["points"] == 26
     store.close()
 

@@ -5,13 +5,13 @@ weights, and how its setting is parsed."""
 from __future__ import annotations
 
 import random
-import threading
 from pathlib import Path
 
 import pytest
 import sqlean
 
 from support.backends import IDENTITY, entry, unit
+from support.concurrent_reads import reads_beside_writes
 from toolscout.config import Settings
 from toolscout.errors import ConfigError
 from toolscout.models import Filters, ItemType, SkillAssignment
@@ -224,32 +224,19 @@ def test_a_token_fts5_reads_as_a_phrase_is_answered_by_fts5(tmp_path: Path) -> N
 def test_searches_from_threads_during_writes_see_committed_states_only(tmp_path: Path) -> None:
     store = _store(tmp_path / "i.db")
     store.upsert(_entries(random.Random(7), range(10)))
-    errors: list[BaseException] = []
-    seen: list[int] = []
-    stop = threading.Event()
 
-    def search() -> None:
-        while not stop.is_set():
-            try:
-                hits = store.lexical(["late"], limit=50, weights=WEIGHTS)
-                # "late" tools arrive in pairs, one transaction each: never half a pair.
-                assert len(hits) % 2 == 0, hits
-                seen.append(len(hits))
-            except BaseException as exc:  # reported below, in the test's thread
-                errors.append(exc)
-                return
+    def search() -> int:
+        hits = store.lexical(["late"], limit=50, weights=WEIGHTS)
+        # "late" tools arrive in pairs, one transaction each: never half a pair.
+        assert len(hits) % 2 == 0, hits
+        return len(hits)
 
-    threads = [threading.Thread(target=search) for _ in range(3)]
-    for t in threads:
-        t.start()
-    for i in range(10):
-        store.upsert(
-            [entry(f"s::late_{i}a", "late", unit(1.0)), entry(f"s::late_{i}b", "late", unit(1.0))]
-        )
-    stop.set()
-    for t in threads:
-        t.join(timeout=30)
-    assert not errors, errors[0]
+    def write() -> None:
+        for i in range(10):
+            pair = [f"s::late_{i}a", f"s::late_{i}b"]
+            store.upsert([entry(t, "late", unit(1.0)) for t in pair])
+
+    seen = reads_beside_writes(search, write)
     assert seen and store.lex.describe()["tools"] == 30
     store.close()
 
