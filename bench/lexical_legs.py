@@ -58,6 +58,19 @@ K1, B = 1.2, 0.75
 Doc = tuple[Tool, Mapping[str, str]]
 
 
+def weighted_terms(
+    fields: dict[str, str], weights: Sequence[float], vocab: dict[str, int]
+) -> dict[int, float]:
+    """A tool's BM25F term frequencies: each analysed field's token counts times its weight, by
+    term number (new terms are numbered into ``vocab``)."""
+    tf: dict[int, float] = {}
+    for field, w in zip(LEXICAL_FIELDS, weights, strict=True):
+        for tok in fields[field].split():
+            key = vocab.setdefault(tok, len(vocab))
+            tf[key] = tf.get(key, 0.0) + w
+    return tf
+
+
 class Leg(Protocol):
     name: str
 
@@ -299,11 +312,7 @@ class QdrantSparseLeg:
         avgdl = max(1e-9, sum(lengths) / max(1, len(lengths)))
         points = []
         for row, ((tool, fields), length) in enumerate(zip(docs, lengths, strict=True)):
-            tf: dict[int, float] = {}
-            for field, w in zip(LEXICAL_FIELDS, weights, strict=True):
-                for tok in fields[field].split():
-                    key = self.vocab.setdefault(tok, len(self.vocab))
-                    tf[key] = tf.get(key, 0.0) + w
+            tf = weighted_terms(fields, weights, self.vocab)
             norm = K1 * (1 - B + B * length / avgdl)
             keys = sorted(tf)
             for k in keys:
@@ -371,11 +380,7 @@ class ImpactLeg:
         # Compact typed arrays: at 1M tools the postings number ~10^8.
         terms, rows, values = array("q"), array("i"), array("d")
         for row, ((_, fields), length) in enumerate(zip(docs, lengths, strict=True)):
-            tf: dict[int, float] = {}
-            for field, w in zip(LEXICAL_FIELDS, weights, strict=True):
-                for tok in fields[field].split():
-                    key = self.vocab.setdefault(tok, len(self.vocab))
-                    tf[key] = tf.get(key, 0.0) + w
+            tf = weighted_terms(fields, weights, self.vocab)
             norm = K1 * (1 - B + B * length / avgdl)
             for key, f in tf.items():
                 terms.append(key)
