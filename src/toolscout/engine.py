@@ -54,7 +54,7 @@ from toolscout.search.text import ANALYZER_VERSION
 from toolscout.skills.catalog import SkillCatalog
 from toolscout.skills.service import SkillService
 from toolscout.skills.suggestions import SuggestionQueue
-from toolscout.store.base import IndexIdentity, Store
+from toolscout.store.base import IndexIdentity, IndexState, Store
 from toolscout.store.synclog import Inventory, inventory
 
 log = logging.getLogger("toolscout")
@@ -291,6 +291,13 @@ class Engine:
             self, query, strategy=strategy, mode=mode, limit=limit, server=server,
             item_type=item_type,
         )  # fmt: skip
+
+    def state(self) -> IndexState:
+        """The index's data version and tool count as a search reads them (one round trip on
+        a server); a cache of anything derived from the index keys on the version.
+
+        Raises: StoreError."""
+        return self.store.state()
 
     def ensure_indexed(self) -> None:
         """Raises: EmptyIndex when the index holds no tools (every search would be empty)."""

@@ -180,7 +180,7 @@ class HierarchicalSearcher:
             return index, np.zeros((0, len(self.fit.stage1.features)))
         sims = (vectors @ index.matrix.T).max(axis=0)
         best: dict[str, float] = {}
-        for row in self.store.nearest_many(vectors, limit=self.fit.near_depth):
+        for row in self.store.nearest_many(vectors, limit=self.fit.near_depth, state=state):
             for hit in row:
                 best[hit.id] = max(best.get(hit.id, -1.0), hit.score)
         neighbours = sorted(best.items(), key=lambda p: (-p[1], p[0]))[: self.fit.near_depth]

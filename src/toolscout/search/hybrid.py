@@ -255,7 +255,7 @@ class HybridSearcher:
             embedded.append(vecs)
             timings["embed_ms"] = (time.perf_counter() - t0) * 1000
             t0 = time.perf_counter()
-            found = self.store.nearest_many(vecs, limit=n, filters=filters)
+            found = self.store.nearest_many(vecs, limit=n, filters=filters, state=state)
             timings["vector_ms"] = (time.perf_counter() - t0) * 1000
             return found
 
@@ -264,7 +264,7 @@ class HybridSearcher:
             pending = self._legs.submit(vector_leg)
         if mode in (SearchMode.BM25, SearchMode.HYBRID):
             t0 = time.perf_counter()
-            lexical = self._lexical(tokens, n, limit, filters)
+            lexical = self._lexical(tokens, n, limit, filters, state)
             timings["lexical_ms"] = (time.perf_counter() - t0) * 1000
         if pending is not None:
             runs = pending.result()
@@ -295,9 +295,10 @@ class HybridSearcher:
         text = check_query(query)
         n = self.config.candidates
         tokens = query_tokens(text)
-        tools = self.store.state().tools
-        lexical = self._lexical(tokens, n, n, None)
-        runs = self.store.nearest_many(self.embed_query(text), limit=n, filters=None)
+        state = self.store.state()
+        tools = state.tools
+        lexical = self._lexical(tokens, n, n, None, state)
+        runs = self.store.nearest_many(self.embed_query(text), limit=n, state=state)
         vector = best_of_intents(runs, n)
         fused = self._fuse(SearchMode.HYBRID, tokens, lexical, vector, tools)
         return Legs(lexical, vector, fused, len(runs), tools), tokens
@@ -317,13 +318,14 @@ class HybridSearcher:
         return rerank(ranker, legs, ids, x)
 
     def _lexical(
-        self, tokens: list[str], n: int, limit: int, filters: Filters | None
+        self, tokens: list[str], n: int, limit: int, filters: Filters | None, state: IndexState
     ) -> list[Scored]:
         if not tokens:
             return []
         depth = max(min(self.config.lexical_candidates, n), limit)
+        weights = self.config.field_weights
         return self.store.lexical(
-            tokens, limit=depth, filters=filters, weights=self.config.field_weights
+            tokens, limit=depth, filters=filters, weights=weights, state=state
         )
 
     def _calibrated(
