@@ -29,12 +29,11 @@ class QueryCounter(EmbedderWrapper):
 TOOLS = Loaded(
     "tests",
     [
-        Tool("mail.send_email", "send_email", "Send an email message to a recipient", server="mail"),
-        Tool("weather.get_weather", "get_weather", "Get the weather forecast for a city",
-             server="weather"),
+        Tool("mail.send_email", "send_email", "Send an email to a recipient", server="mail"),
+        Tool("weather.get_weather", "get_weather", "Get the weather forecast", server="weather"),
         Tool("files.read_file", "read_file", "Read a file from the local disk", server="files"),
     ],
-)  # fmt: skip
+)
 
 
 @pytest.mark.parametrize(
