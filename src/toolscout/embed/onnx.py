@@ -111,6 +111,9 @@ class OnnxEmbedder:
     """Pooled (and by default normalised) sentence vectors from an ONNX encoder.
 
     ``query_graph`` (optional) is a second graph for queries only, e.g. a faster int8 one.
+    ``query_threads`` (optional, for a small graph): queries run on a session of their own with
+    that many threads instead of sharing the document session; a second session of a small
+    graph costs its size in memory.
     """
 
     def __init__(
@@ -122,6 +125,7 @@ class OnnxEmbedder:
         threads: int,
         *,
         query_graph: Path | None = None,
+        query_threads: int | None = None,
     ) -> None:
         from tokenizers import Tokenizer
 
@@ -147,7 +151,12 @@ class OnnxEmbedder:
         self._batch = 1 if quantised_per_call(graph) else BATCH
         # One request is a few dozen tokens: a second intra-op thread costs nearly as much CPU
         # as it saves wall time (bench/query_threads.py), and servers run searches side by side.
-        self._query_session = session(query_graph, 1) if query_graph else self._session
+        # Its vectors are the document session's, byte for byte (a test holds it to that).
+        own = query_threads is not None and query_threads != threads
+        if query_graph is not None or own:
+            self._query_session = session(query_graph or graph, query_threads or 1)
+        else:
+            self._query_session = self._session
         self._query_batch = 1 if query_graph and quantised_per_call(query_graph) else self._batch
         self._graph = graph
         self._threads = threads
