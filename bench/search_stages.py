@@ -12,11 +12,15 @@ same query before the next query, so load on a shared machine hits every variant
   intents one after the other, and the HNSW leg naming its points from the shard's payloads;
 * ``one_thread`` - queries on a one-thread session of their own, intents one after the other,
   points named from the leg's in-memory map;
-* ``shipped`` - the same, with a request's intents shared between the query session and a
-  document worker (what the product does).
+* ``split`` - the same, with a request's intents shared between the query session and a
+  second one-thread session;
+* ``shipped`` - the same, with the query embedded beside the lexical leg (what the product
+  does; the other variants run the legs one after the other, ``parallel_legs`` off).
 
-Printed per request kind and variant: total wall p50 / p95 / p99, process CPU per search
-(p50), each stage's p50 / p95 (embedding, lexical leg, vector leg, hits; ``other``: the rest),
+The legs are the product's for the catalog's size (at 100k: the HNSW shard and the posting
+index). Printed per request kind and variant: total wall p50 / p95 / p99, process CPU per search
+(p50), each stage's p50 / p95 (embedding, lexical leg, vector leg, hits; ``other``: the rest,
+the wall time less the stages, so below zero where the embedding ran beside the lexical leg),
 the share of searches a garbage collection ran in and its longest pause, and whether every
 variant returned the same ids and scores as the first (they must: no variant changes results).
 Read timings as ratios within one run; take figures from a quiet machine only.
@@ -33,6 +37,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +45,7 @@ import numpy as np
 import qdrant_edge as qe
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from latency import CACHE, KEPT, _postings, _queries, _shard, build_index
+from latency import CACHE, KEPT, _postings, _queries, build_index
 from toolscout.config import Settings
 from toolscout.embed.onnx import OnnxEmbedder
 from toolscout.engine import Engine
@@ -48,7 +53,7 @@ from toolscout.eval.metrics import percentile
 from toolscout.models import Scored, SearchMode
 from toolscout.store.sqlite.ann.shard import EdgeIndex
 
-VARIANTS = ("previous", "one_thread", "shipped")
+VARIANTS = ("previous", "one_thread", "split", "shipped")
 STAGES = ("embed", "lexical", "vector", "hits")
 SHIPPED_NEAREST = EdgeIndex.nearest_many
 
@@ -92,7 +97,9 @@ def _use(engine: Engine, variant: str) -> None:
     saved = model.__dict__.setdefault("_bench_saved", (model._query_session, model._split_queries))
     previous = variant == "previous"
     model._query_session = model._session if previous else saved[0]
-    model._split_queries = saved[1] and variant == "shipped"
+    model._split_queries = saved[1] and variant in ("split", "shipped")
+    searcher = engine.search_service.searcher
+    searcher.config = replace(searcher.config, parallel_legs=variant == "shipped")
     EdgeIndex.nearest_many = _payload_nearest if previous else SHIPPED_NEAREST  # type: ignore[method-assign]
 
 
@@ -128,22 +135,30 @@ def _stages(engine: Engine, into: dict[str, float]) -> Iterator[None]:
 
 
 def _open(keep: Path, size: int) -> Engine:
+    """The kept index with the product's choice of legs for its size (written first when
+    missing, the way ``latency.py search`` writes it), its shard built and posting index loaded."""
     folder = keep / str(size)
     folder.mkdir(parents=True, exist_ok=True)
     db = folder / "l.db"
-    engine = Engine.open(
-        Settings(
-            db=f"{db}?ann_min_tools=0&lex_min_tools=0",
-            cache_dir=CACHE,
-            query_cache_size=0,
-            result_cache_size=0,
+
+    def opened(options: str) -> Engine:
+        return Engine.open(
+            Settings(db=f"{db}{options}", cache_dir=CACHE, query_cache_size=0, result_cache_size=0)
         )
-    )
+
     if not (folder / KEPT).is_file():
-        build_index(engine, size)
+        writer = opened(f"?ann_min_tools={10**12}")
+        build_index(writer, size)
+        writer.close()
         (folder / KEPT).write_text(str(size))
-    _shard(engine)
-    _postings(engine)
+    engine = opened("")
+    store: Any = engine.store
+    ann, lex = store.ann, store.lex
+    ann.current()  # a missing shard is built in a child process meanwhile
+    ann.wait_built(None)
+    ann.current()
+    if engine.store.count() >= lex.min_tools:
+        _postings(engine)
     return engine
 
 
@@ -215,7 +230,9 @@ def main() -> int:
     engine = _open(args.keep, args.size)
     short, long = _queries()
     rng = random.Random(0)
-    result: dict[str, Any] = {"tools": engine.store.count()}
+    store: Any = engine.store
+    legs = {"vector": store.ann.describe()["leg"], "lexical": store.lex.describe()["leg"]}
+    result: dict[str, Any] = {"tools": engine.store.count(), "legs": legs}
     for kind, pool, n in (("short", short, args.queries), ("long", long, args.queries // 2)):
         result[kind] = measure(engine, [rng.choice(pool) for _ in range(max(n, 6))], args.variants)
         print(json.dumps({kind: result[kind]}), flush=True)
