@@ -1,7 +1,7 @@
 """Where a search's time goes at a kept scale index, the shipped path beside the previous one.
 
     PYTHONPATH=src python bench/search_stages.py --keep DIR [--size 100000] [--queries 200]
-                                                 [--variants previous one_thread shipped]
+                                                 [--variants ...] [--ann-ef N]
 
 ``DIR/<size>`` is the index ``latency.py search --keep DIR`` writes (built here the same way
 when missing). The default search (``Engine.search``: direct strategy, hybrid mode, limit 10,
@@ -134,7 +134,7 @@ def _stages(engine: Engine, into: dict[str, float]) -> Iterator[None]:
             delattr(obj, name)
 
 
-def _open(keep: Path, size: int) -> Engine:
+def _open(keep: Path, size: int, ann_ef: int | None = None) -> Engine:
     """The kept index with the product's choice of legs for its size (written first when
     missing, the way ``latency.py search`` writes it), its shard built and posting index loaded."""
     folder = keep / str(size)
@@ -151,7 +151,7 @@ def _open(keep: Path, size: int) -> Engine:
         build_index(writer, size)
         writer.close()
         (folder / KEPT).write_text(str(size))
-    engine = opened("")
+    engine = opened(f"?ann_ef={ann_ef}" if ann_ef else "")
     store: Any = engine.store
     ann, lex = store.ann, store.lex
     ann.current()  # a missing shard is built in a child process meanwhile
@@ -226,8 +226,9 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
+    parser.add_argument("--ann-ef", type=int, help="the HNSW leg's search breadth (default 400)")
     args = parser.parse_args()
-    engine = _open(args.keep, args.size)
+    engine = _open(args.keep, args.size, args.ann_ef)
     short, long = _queries()
     rng = random.Random(0)
     store: Any = engine.store
