@@ -110,11 +110,12 @@ def _measure(store: SQLiteStore, vectors: NDArray[np.float32], efs: list[int]) -
     row: dict[str, Any] = {"points": points, "in_graph": indexed}
     for ef in efs:
         index.graph = replace(index.graph, ef=ef)
-        approx = index.nearest_many(vectors, limit=DEPTH, filters=None)
+        approx = store.ann.nearest_many(vectors, limit=DEPTH, filters=None)  # this index
         approx_f = [
-            index.nearest_many(v[None, :], limit=DEPTH, filters=f)[0]
+            store.ann.nearest_many(v[None, :], limit=DEPTH, filters=f)[0]
             for v, f in zip(vectors, filters, strict=True)
         ]
+        assert store.ann.current() is index, "the HNSW leg changed while measuring"
         cell: dict[str, float] = {}
         for label, got, want in (("", approx, exact), ("skill_", approx_f, exact_f)):
             for k in (10, 100):

@@ -1,7 +1,7 @@
 """Search latency in process (query embedding included) at scale, per retrieval leg.
 
     python bench/latency.py search --sizes 10000 100000 [1000000] [--queries 200] [--legs exact ann]
-                                   [--lexicals fts5 postings]
+                                   [--lexicals fts5 postings] [--keep DIR]
     python bench/latency.py crossover --sizes 2000 5000 10000 20000 50000   # exact vs HNSW leg
 
 (Embedding cost: bench/embedding_cost.py; a full index's throughput and memory:
@@ -24,12 +24,15 @@ ratios. It reports hybrid p50/p95 per pair (``exact_fts5_hybrid`` is the previou
 hybrid depth) and ``bm25`` mode per lexical leg; the index on disk (SQLite file, shard folder);
 the posting index's load time and size; and the RSS of a fresh process serving the index with
 each pair after 20 searches (``rss`` is that child's command). ``--sizes 1000000`` builds the 1M
-catalog the same way (variant vectors); expect a long build.
+catalog the same way (variant vectors); expect a long build. ``--keep DIR`` keeps each size's
+index in ``DIR/<size>`` and reuses it on the next run (the catalog is written once; the shard
+is reopened, the posting index loaded), for repeated runs and profiling.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
 import resource
@@ -203,14 +206,28 @@ def rss_bench(db: str, leg: str, lexical: str, queries: list[str]) -> None:
     print(json.dumps({**found, "rss_mb": round(rss, 1), "peak_rss_mb": round(peak, 1)}))
 
 
+#: Written beside a kept index once its catalog is complete.
+KEPT = "built"
+
+
+def _workdir(keep: Path | None, size: int) -> contextlib.AbstractContextManager[str]:
+    """A temporary folder, or ``keep/<size>`` kept for the next run (its index reused when
+    complete: only the shard is reopened and the posting index loaded)."""
+    if keep is None:
+        return tempfile.TemporaryDirectory()
+    folder = keep / str(size)
+    folder.mkdir(parents=True, exist_ok=True)
+    return contextlib.nullcontext(str(folder))
+
+
 def search_bench(
-    sizes: list[int], n: int, legs: list[str], lexicals: list[str]
+    sizes: list[int], n: int, legs: list[str], lexicals: list[str], keep: Path | None = None
 ) -> dict[str, object]:
     short, long = _queries()
     rng = random.Random(0)
     results: dict[str, object] = {}
     for size in sizes:
-        with tempfile.TemporaryDirectory() as tmp:
+        with _workdir(keep, size) as tmp:
             db = str(Path(tmp) / "l.db")
             engine = Engine.open(
                 Settings(
@@ -222,7 +239,9 @@ def search_bench(
                 )
             )
             t0 = time.perf_counter()
-            build_index(engine, size)
+            if not (Path(tmp) / KEPT).is_file():
+                build_index(engine, size)
+                (Path(tmp) / KEPT).write_text(str(size))
             built = time.perf_counter() - t0
             row: dict[str, object] = {"tools": engine.store.count(), "build_s": round(built, 1)}
             if "ann" in legs:
@@ -334,6 +353,7 @@ def main() -> int:
     s.add_argument("--queries", type=int, default=200)
     s.add_argument("--legs", nargs="+", choices=LEGS, default=list(LEGS))
     s.add_argument("--lexicals", nargs="+", choices=LEXICALS, default=list(LEXICALS))
+    s.add_argument("--keep", type=Path, help="keep each index in KEEP/<size> and reuse it")
     c = sub.add_parser("crossover")
     c.add_argument("--sizes", nargs="+", type=int, default=[2000, 5000, 10000, 20000, 50000])
     c.add_argument("--queries", type=int, default=200)
@@ -344,7 +364,7 @@ def main() -> int:
     r.add_argument("queries", nargs="*")
     args = parser.parse_args()
     if args.cmd == "search":
-        search_bench(args.sizes, args.queries, args.legs, args.lexicals)
+        search_bench(args.sizes, args.queries, args.legs, args.lexicals, args.keep)
     elif args.cmd == "crossover":
         crossover_bench(args.sizes, args.queries)
     else:

@@ -75,6 +75,25 @@ def test_the_shard_follows_writes_of_a_store_that_does_not_own_it(tmp_path: Path
     owner.close()
 
 
+def test_points_are_named_by_their_rows_after_deletes_and_a_reused_rowid(tmp_path: Path) -> None:
+    store = _store(tmp_path / "i.db")
+    _fill(store)
+    assert store.nearest(unit(0.0, 1.0), limit=1)[0].id == "files::tool_5"
+    assert store.ann.describe()["leg"] == "ann"
+    last = store.database.query("SELECT max(rowid) FROM tools")[0][0]
+    assert store.delete(["files::tool_5", "files::tool_1"]) == 2
+    store.upsert([entry("files::reborn", "reborn", unit(0.0, 1.0))])
+    assert store.database.query("SELECT rowid FROM tools WHERE id = 'files::reborn'")[0][0] == last
+    hits = [h.id for h in store.nearest(unit(0.0, 1.0), limit=10)]
+    assert hits[0] == "files::reborn"
+    assert sorted(hits) == sorted(["files::reborn", *(f"files::tool_{i}" for i in (0, 2, 3, 4))])
+    store.close()
+    reopened = _store(tmp_path / "i.db")  # a fresh process reads the names with the shard
+    assert [h.id for h in reopened.nearest(unit(0.0, 1.0), limit=10)] == hits
+    assert reopened.ann.describe()["leg"] == "ann"
+    reopened.close()
+
+
 def test_a_reset_index_gets_a_new_shard(tmp_path: Path) -> None:
     store = _store(tmp_path / "i.db")
     _fill(store)

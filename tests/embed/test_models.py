@@ -74,6 +74,21 @@ def test_documents_embedded_by_parallel_sessions_are_the_same_bytes() -> None:
     assert np.array_equal(two.embed_query(texts[:3]), alone[:3])
 
 
+def test_queries_run_on_one_thread_and_get_the_two_thread_sessions_vectors() -> None:
+    model = open_embedder(DEFAULT_MODEL, threads=2)
+    texts = [f"{text} #{i}" for i in range(3) for text in TEXTS]  # too few to share out
+    assert np.array_equal(model.embed_query(texts), model.embed(texts))
+    query_session = model._query_session  # type: ignore[attr-defined]
+    assert query_session.get_session_options().intra_op_num_threads == 1
+
+
+def test_a_requests_intents_shared_between_two_sessions_are_the_same_bytes() -> None:
+    model = open_embedder(DEFAULT_MODEL, threads=2)
+    alone = np.stack([model.embed_query([text])[0] for text in TEXTS])
+    assert np.array_equal(model.embed_query(TEXTS), alone)
+    assert model._query_helper is not None  # type: ignore[attr-defined]  # it took a share
+
+
 def test_a_damaged_model_file_is_refused_with_its_checksum(tmp_path: Path) -> None:
     bad = tmp_path / "model.onnx"
     bad.write_bytes(b"not a model")

@@ -3,7 +3,9 @@ state is read once, by the search, never again by a stage or a leg."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -54,6 +56,36 @@ def test_a_search_embeds_the_request_only_when_a_stage_reads_it(
     found = engine.find(SearchRequest("send an email", strategy=strategy, mode=mode, limit=2))
     assert [h.tool.name for h in found.tools][:1] == ["send_email"]
     assert counter.queries == embeddings
+
+
+class ThreadRecorder(EmbedderWrapper):
+    """The real embedder, recording the thread each query embedding ran on."""
+
+    def __init__(self, inner: Embedder) -> None:
+        super().__init__(inner)
+        self.threads: list[str] = []
+
+    def embed_query(self, texts: Sequence[str]) -> Vectors:
+        self.threads.append(threading.current_thread().name)
+        return self.inner.embed_query(texts)
+
+
+def test_the_embedding_beside_the_lexical_leg_changes_only_the_thread_it_runs_on(
+    engine: Engine,
+) -> None:
+    engine.index([TOOLS])
+    recorder = ThreadRecorder(engine.searcher.embedder)
+    engine.searcher.embedder = recorder
+    request = SearchRequest("send an email with the weather forecast", limit=3)
+    beside = engine.find(request)
+    engine.searcher.config = replace(engine.searcher.config, parallel_legs=False)
+    after = engine.find(request)  # the configuration is part of the result cache's key
+    ranked = [(h.tool.id, h.score) for h in beside.tools]
+    assert ranked == [(h.tool.id, h.score) for h in after.tools] and ranked
+    assert recorder.threads[0].startswith("toolscout-leg")
+    assert recorder.threads[1] == threading.current_thread().name
+    assert beside.metadata["query_embedding_time_ms"] > 0
+    assert after.metadata["query_embedding_time_ms"] > 0
 
 
 @pytest.mark.parametrize("strategy", list(Strategy))

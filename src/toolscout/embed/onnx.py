@@ -111,6 +111,9 @@ class OnnxEmbedder:
     """Pooled (and by default normalised) sentence vectors from an ONNX encoder.
 
     ``query_graph`` (optional) is a second graph for queries only, e.g. a faster int8 one.
+    ``query_threads`` (optional, for a small graph): queries run on a session of their own with
+    that many threads instead of sharing the document session; a second session of a small
+    graph costs its size in memory.
     """
 
     def __init__(
@@ -122,6 +125,7 @@ class OnnxEmbedder:
         threads: int,
         *,
         query_graph: Path | None = None,
+        query_threads: int | None = None,
     ) -> None:
         from tokenizers import Tokenizer
 
@@ -147,18 +151,29 @@ class OnnxEmbedder:
         self._batch = 1 if quantised_per_call(graph) else BATCH
         # One request is a few dozen tokens: a second intra-op thread costs nearly as much CPU
         # as it saves wall time (bench/query_threads.py), and servers run searches side by side.
-        self._query_session = session(query_graph, 1) if query_graph else self._session
+        # Its vectors are the document session's, byte for byte (a test holds it to that).
+        own = query_threads is not None and query_threads != threads
+        if query_graph is not None or own:
+            self._query_session = session(query_graph or graph, query_threads or 1)
+        else:
+            self._query_session = self._session
         self._query_batch = 1 if query_graph and quantised_per_call(query_graph) else self._batch
+        #: A request's intents are shared with a document session of the same graph.
+        self._split_queries = own and query_graph is None and self._batch == 1 and threads > 1
         self._graph = graph
         self._threads = threads
         #: One lock per session (by id), made with the session: a session runs one call at once.
         self._locks = {id(x): threading.Lock() for x in (self._session, self._query_session)}
         self._workers: _Workers | None = None
+        self._query_helper: _Workers | None = None
         self._workers_lock = threading.Lock()
         self.dim = int(self._embed(["dimension probe"], self._session, 1).shape[1])
 
     def _run(self, texts: Sequence[str], session: Any) -> Vectors:
-        encodings = self._tokenizer.encode_batch(list(texts))
+        # One text (every call of a per-call graph): ``encode`` skips the batch call's thread
+        # pool, which triples the tokenizer's time on a short request; the same ids either way.
+        tok = self._tokenizer
+        encodings = [tok.encode(texts[0])] if len(texts) == 1 else tok.encode_batch(list(texts))
         width = max(len(e.ids) for e in encodings)
         ids = np.zeros((len(encodings), width), dtype=np.int64)
         mask = np.zeros_like(ids)
@@ -217,13 +232,41 @@ class OnnxEmbedder:
                 self._workers = _Workers(sessions, pool)
             return self._workers
 
+    def _helper(self) -> _Workers:
+        """The second query session and its thread, made on first use (only requests of
+        several intents need them)."""
+        with self._workers_lock:
+            if self._query_helper is None:
+                helper = session(self._graph, 1)
+                self._locks[id(helper)] = threading.Lock()
+                pool = ThreadPoolExecutor(1, thread_name_prefix="toolscout-query")
+                self._query_helper = _Workers([helper], pool)
+            return self._query_helper
+
     def embed_query(self, texts: Sequence[str]) -> Vectors:
         """Embed queries (through the query graph when there is one).
 
         Raises:
             EmbedError: onnxruntime failed.
         """
+        if self._split_queries and len(texts) > 1:
+            return self._embed_split(texts)
         return self._embed(texts, self._query_session, self._query_batch)
+
+    def _embed_split(self, texts: Sequence[str]) -> Vectors:
+        """Several texts of one request (its intents): the caller embeds half of them on the
+        query session while a helper thread embeds the other half on a second one-thread
+        session. Each text still goes through the same graph alone on one thread: the same
+        bytes as one after the other."""
+        helper = self._helper()
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        mine, theirs = order[0::2], order[1::2]
+        pending = helper.pool.submit(self._embed, [texts[i] for i in theirs], helper.sessions[0], 1)
+        rows = self._embed([texts[i] for i in mine], self._query_session, 1)
+        out = np.zeros((len(texts), rows.shape[1]), dtype=np.float32)
+        out[mine] = rows
+        out[theirs] = pending.result()
+        return out
 
     def _embed(self, texts: Sequence[str], session: Any, batch: int) -> Vectors:
         if not texts:

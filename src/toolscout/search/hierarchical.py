@@ -22,7 +22,6 @@ from dataclasses import replace
 from toolscout.models import (
     Filters,
     Ranked,
-    SearchMode,
     SearchRequest,
     SearchResult,
     SkillMatch,
@@ -96,11 +95,14 @@ class HierarchicalSearcher:
         threshold: float,
         count: bool = True,
         places: int | None = None,
+        timings: dict[str, float] | None = None,
     ) -> tuple[list[Ranked], int]:
         """Stage 2: ``req``'s search restricted to ``skill_ids`` (None: the whole catalog);
         returns the ranked tools at or above ``threshold`` and (with ``count``) how many tools
         the restriction allowed, else -1. ``places``: how many tools will be shown (each
-        intent of a multi-intent request gets its share of them; default ``limit``)."""
+        intent of a multi-intent request gets its share of them; default ``limit``);
+        ``vectors`` None: the searcher embeds the request (beside its lexical leg) and puts the
+        time it took in ``timings``."""
         filters = _filters(req, skill_ids)
         found = self.searcher.rank(
             req.query,
@@ -109,6 +111,7 @@ class HierarchicalSearcher:
             limit=limit,
             filters=filters,
             query_vectors=vectors,
+            timings=timings,
             places=places,
         )
         candidates = self._count(filters, state) if count else -1
@@ -160,13 +163,16 @@ class HierarchicalSearcher:
         """
         t0 = time.perf_counter()
         if req.strategy is Strategy.DIRECT:
-            # A lexical-only direct search never reads the request's vectors: none are made.
-            vecs = None if req.mode is SearchMode.BM25 else self.searcher.embed_query(req.query)
-            t_embed = time.perf_counter()
-            ranked, matched, used, stage_ms, cand, fallback = self._direct(req, vecs, state)
+            # The searcher embeds the request itself, beside its lexical leg (a lexical-only
+            # search makes no vectors).
+            timings: dict[str, float] = {}
+            ranked, matched, used, stage_ms, cand, fallback = self._direct(
+                req, None, state, timings
+            )
+            embed_ms = round(timings.get("embed_ms", 0.0), 3)
         else:
             vectors = self.searcher.embed_query(req.query)
-            t_embed = time.perf_counter()
+            embed_ms = _ms(t0, time.perf_counter())
             run = self._hierarchical if req.strategy is Strategy.HIERARCHICAL else self._hybrid
             ranked, matched, used, stage_ms, cand, fallback = run(req, vectors, state)
         # Judged before min_score: no tool is likely to serve the request (calibrated scores,
@@ -186,7 +192,7 @@ class HierarchicalSearcher:
             "stage1_skill_count": len(matched),
             "stage2_candidate_count": cand,
             "final_count": len(tools),
-            "query_embedding_time_ms": _ms(t0, t_embed),
+            "query_embedding_time_ms": embed_ms,
             "skill_search_time_ms": stage_ms["stage1"],
             "tool_search_time_ms": stage_ms["stage2"],
             "schema_load_time_ms": _ms(t3, end),
@@ -204,11 +210,18 @@ class HierarchicalSearcher:
             load_schemas=self.store.tools.schemas,
         )
 
-    def _direct(self, req: SearchRequest, vectors: Vectors | None, state: IndexState) -> _Stages:
+    def _direct(
+        self,
+        req: SearchRequest,
+        vectors: Vectors | None,
+        state: IndexState,
+        timings: dict[str, float] | None = None,
+    ) -> _Stages:
         t1 = time.perf_counter()
         ranked, cand = self.search_tools(
-            req, vectors, state, skill_ids=None, limit=req.limit, threshold=req.tool_threshold
-        )
+            req, vectors, state, skill_ids=None, limit=req.limit, threshold=req.tool_threshold,
+            timings=timings,
+        )  # fmt: skip
         stage_ms = {"stage1": 0.0, "stage2": _ms(t1, time.perf_counter())}
         return ranked, [], None, stage_ms, cand, None
 

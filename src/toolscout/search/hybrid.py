@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
@@ -95,12 +95,13 @@ class HybridSearcher:
                 if str(exc) not in _WARNED:
                     _WARNED.add(str(exc))
                     log.warning("learned ranker off: %s", exc)
-        # Only stores whose reads gain from overlapping get the threads.
-        self._legs = (
-            ThreadPoolExecutor(max_workers=LEG_THREADS, thread_name_prefix="toolscout-leg")
-            if store.parallel_reads
-            else None
+        # What runs beside the lexical leg: the whole vector leg on stores whose reads gain from
+        # overlapping, else only a query embedding the caller has not made (onnxruntime lets
+        # go of the interpreter; the store's reads stay on one thread).
+        self._legs: ThreadPoolExecutor | None = ThreadPoolExecutor(
+            max_workers=LEG_THREADS, thread_name_prefix="toolscout-leg"
         )
+        self._parallel_reads = store.parallel_reads
 
     def _packaged_ranker(self) -> Ranker:
         """Raises: ConfigError when the packaged ranker cannot serve this searcher's model: it
@@ -217,19 +218,18 @@ class HybridSearcher:
         runs: list[list[Scored]] = []
         embedded: list[NDArray[np.float32]] = []
 
-        def vector_leg() -> list[list[Scored]]:
-            t0 = time.perf_counter()
-            vecs = query_vectors if query_vectors is not None else self.embed_query(text)
+        def vector_leg(vecs: NDArray[np.float32] | None = query_vectors) -> list[list[Scored]]:
+            if vecs is None:
+                vecs = self._embed_timed(text, timings)
             embedded.append(vecs)
-            timings["embed_ms"] = (time.perf_counter() - t0) * 1000
             t0 = time.perf_counter()
             found = self.store.nearest_many(vecs, limit=n, filters=filters, state=state)
             timings["vector_ms"] = (time.perf_counter() - t0) * 1000
             return found
 
-        pending: Future[list[list[Scored]]] | None = None
-        if mode is SearchMode.HYBRID and cfg.parallel_legs and self._legs is not None:
-            pending = self._legs.submit(vector_leg)
+        pending, embedding = self._beside_lexical(
+            mode, vector_leg, text, bool(tokens) and query_vectors is None, timings
+        )
         if mode in (SearchMode.BM25, SearchMode.HYBRID):
             t0 = time.perf_counter()
             lexical = self._lexical(tokens, n, limit, filters, state)
@@ -237,7 +237,7 @@ class HybridSearcher:
         if pending is not None:
             runs = pending.result()
         elif mode in (SearchMode.VECTOR, SearchMode.HYBRID):
-            runs = vector_leg()
+            runs = vector_leg(embedding.result() if embedding is not None else query_vectors)
         vector = best_of_intents(runs, n)
         fused = fuse_legs(cfg, mode, tokens, lexical, vector, state.tools)
         chances: dict[str, float] | None = None
@@ -261,6 +261,32 @@ class HybridSearcher:
             crowd=cfg.candidates,
             chances=chances,
         )
+
+    def _beside_lexical(
+        self,
+        mode: SearchMode,
+        vector_leg: Callable[[], list[list[Scored]]],
+        text: str,
+        embed: bool,
+        timings: dict[str, float],
+    ) -> tuple[Future[list[list[Scored]]] | None, Future[NDArray[np.float32]] | None]:
+        """Start what runs while the caller runs the lexical leg: the vector leg, or (stores
+        whose reads do not gain from overlapping) the query embedding alone when ``embed`` (the
+        request has words for the lexical leg and no vectors yet); None when nothing does."""
+        pool = self._legs
+        if mode is not SearchMode.HYBRID or not self.config.parallel_legs or pool is None:
+            return None, None
+        if self._parallel_reads:
+            return pool.submit(vector_leg), None
+        if embed:
+            return None, pool.submit(self._embed_timed, text, timings)
+        return None, None
+
+    def _embed_timed(self, text: str, timings: dict[str, float]) -> NDArray[np.float32]:
+        t0 = time.perf_counter()
+        vecs = self.embed_query(text)
+        timings["embed_ms"] = (time.perf_counter() - t0) * 1000
+        return vecs
 
     def legs(self, query: str) -> tuple[Legs, list[str]]:
         """The legs of a hybrid search for ``query`` (no filters) and its analysed tokens, as

@@ -41,7 +41,15 @@ from numpy.typing import NDArray
 from toolscout.errors import StoreError
 from toolscout.models import Filters, Scored
 from toolscout.store.sqlite.ann.build import build_shard
-from toolscout.store.sqlite.ann.rows import CHUNK, LogState, changed_rows, log_state, rows_of
+from toolscout.store.sqlite.ann.rows import (
+    CHUNK,
+    LogState,
+    all_tool_ids,
+    changed_rows,
+    log_state,
+    rows_of,
+    tool_ids,
+)
 from toolscout.store.sqlite.ann.shard import EdgeIndex, GraphParams
 from toolscout.store.sqlite.database import SQLiteDatabase
 from toolscout.store.sqlite.vectors import VectorMirror
@@ -80,6 +88,8 @@ class AnnVectorLeg:
         #: Points outside any graph when the shard was opened (segments too small to index).
         self._outside = 0
         self._index: EdgeIndex | None = None
+        #: Each row's tool id by rowid while a shard is open (None: read on the next search).
+        self._names: dict[int, str] | None = None
         self._owner_fd: int | None = None
         self._builder: threading.Thread | None = None
         self._child: subprocess.Popen[bytes] | None = None
@@ -99,11 +109,28 @@ class AnnVectorLeg:
             index = self.current(at) if self.enabled else None
             if index is not None:
                 try:
-                    return index.nearest_many(vectors, limit=limit, filters=filters)
+                    return index.nearest_many(
+                        vectors, limit=limit, filters=filters, ids_of=self._tool_ids
+                    )
+                except sqlean.Error as exc:  # naming the points: the file's trouble
+                    raise StoreError(f"cannot read {self.db.path}: {exc}") from exc
                 except StoreError as exc:
                     log.warning("vector shard failed (%s); rebuilding it from the rows", exc)
                     self._discard(remove=True)
         return self.exact.nearest_many(vectors, limit=limit, filters=filters, at=at)
+
+    def _tool_ids(self, rowids: list[int]) -> dict[int, str]:
+        """The tool ids of the points a search found, from a map of every row's id (read once
+        per open shard, then kept by the catch-ups): reading them from the rows costs a page
+        per point, and a long request finds hundreds. A rowid the map lacks (a row written
+        since the last catch-up) is read from the file. Raises: sqlean.Error."""
+        with self.db.lock:
+            if self._names is None:
+                self._names = all_tool_ids(self.db.conn)
+            names = self._names
+            missing = [r for r in rowids if r not in names]
+            found = tool_ids(self.db.conn, missing) if missing else {}
+        return {r: names[r] for r in rowids if r in names} | found
 
     def written(self) -> None:
         """After a commit of this process: bring an open shard up to it now, so the write's
@@ -189,6 +216,10 @@ class AnnVectorLeg:
             with self.db.lock:
                 rows, gone = rows_of(self.db.conn, rowids[start : start + CHUNK])
             index.apply(rows, gone)
+            if self._names is not None:
+                self._names.update((r.rowid, r.tool_id) for r in rows)
+                for rowid in gone:
+                    self._names.pop(rowid, None)
         index.commit(state.last)
         points, indexed = index.counts()
         grown = points - indexed - self._outside
@@ -285,6 +316,7 @@ class AnnVectorLeg:
         return True
 
     def _close_index(self) -> None:
+        self._names = None
         if self._index is not None:
             self._index.close()
             self._index = None

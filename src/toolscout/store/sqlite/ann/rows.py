@@ -64,6 +64,20 @@ def _row(raw: Sequence[Any]) -> Row:
     )
 
 
+def all_tool_ids(conn: Any) -> dict[int, str]:
+    """Every row's tool id by rowid (read from the ids' own index, not the rows)."""
+    return {int(r[0]): str(r[1]) for r in conn.execute("SELECT rowid, id FROM tools")}
+
+
+def tool_ids(conn: Any, rowids: Sequence[int]) -> dict[int, str]:
+    """The tool id of each present row among ``rowids``."""
+    found = conn.execute(
+        "SELECT rowid, id FROM tools WHERE rowid IN (SELECT value FROM json_each(?))",
+        (json.dumps(list(rowids)),),
+    ).fetchall()
+    return {int(r[0]): str(r[1]) for r in found}
+
+
 def changed_rows(conn: Any, since: int, until: int) -> list[int]:
     """Rowids changed by the log entries in (since, until]."""
     found = conn.execute(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -210,9 +210,18 @@ class EdgeIndex:
 
     # -- reads -------------------------------------------------------------------------------
     def nearest_many(
-        self, vectors: NDArray[np.float32], *, limit: int, filters: Filters | None
+        self,
+        vectors: NDArray[np.float32],
+        *,
+        limit: int,
+        filters: Filters | None,
+        ids_of: Callable[[list[int]], Mapping[int, str]],
     ) -> list[list[Scored]]:
-        """Best first, ties by id. Raises: StoreError."""
+        """Best first, ties by id. ``ids_of`` names the points found (rowid -> tool id; a
+        rowid it lacks, a tool deleted since the shard caught up, is left out): reading
+        payloads would cost about as much as the graph search itself (docs/benchmarks/scale.md).
+
+        Raises: StoreError."""
         flt = shard_filter(filters)
         if flt is False or limit <= 0:
             return [[] for _ in vectors]
@@ -223,18 +232,22 @@ class EdgeIndex:
                 limit=limit + _MARGIN,
                 filter=flt,
                 params=params,
-                with_payload=["tool_id"],
+                with_payload=False,
             )
             for v in vectors
         ]
         try:
-            found = self.shard.query_batch(qe.QueryBatchRequest(requests))
+            found = [
+                [(float(p.score), int(p.id)) for p in points]
+                for points in self.shard.query_batch(qe.QueryBatchRequest(requests))
+            ]
         except Exception as exc:
             raise StoreError(f"vector search on {self.folder} failed: {exc}") from exc
+        names = ids_of(sorted({rowid for points in found for _, rowid in points}))
         out: list[list[Scored]] = []
         for points in found:
             ranked = sorted(
-                ((float(p.score), str((p.payload or {})["tool_id"])) for p in points),
+                ((score, names[rowid]) for score, rowid in points if rowid in names),
                 key=lambda pair: (-pair[0], pair[1]),
             )
             out.append([Scored(i, s) for s, i in ranked[:limit]])

@@ -1,0 +1,246 @@
+"""Where a search's time goes at a kept scale index, the shipped path beside the previous one.
+
+    PYTHONPATH=src python bench/search_stages.py --keep DIR [--size 100000] [--queries 200]
+                                                 [--variants ...] [--ann-ef N]
+
+``DIR/<size>`` is the index ``latency.py search --keep DIR`` writes (built here the same way
+when missing). The default search (``Engine.search``: direct strategy, hybrid mode, limit 10,
+caches off) runs short requests (paraphrases) and long ones (ToolBench's), every variant on the
+same query before the next query, so load on a shared machine hits every variant alike:
+
+* ``previous`` - the query embedded on the model's two-thread document session, a request's
+  intents one after the other, and the HNSW leg naming its points from the shard's payloads;
+* ``one_thread`` - queries on a one-thread session of their own, intents one after the other,
+  points named from the leg's in-memory map;
+* ``split`` - the same, with a request's intents shared between the query session and a
+  second one-thread session;
+* ``shipped`` - the same, with the query embedded beside the lexical leg (what the product
+  does; the other variants run the legs one after the other, ``parallel_legs`` off).
+
+The legs are the product's for the catalog's size (at 100k: the HNSW shard and the posting
+index). Printed per request kind and variant: total wall p50 / p95 / p99, process CPU per search
+(p50), each stage's p50 / p95 (embedding, lexical leg, vector leg, hits; ``other``: the rest,
+the wall time less the stages, so below zero where the embedding ran beside the lexical leg),
+the share of searches a garbage collection ran in and its longest pause, and whether every
+variant returned the same ids and scores as the first (they must: no variant changes results).
+Read timings as ratios within one run; take figures from a quiet machine only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import gc
+import json
+import random
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import qdrant_edge as qe
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from latency import CACHE, KEPT, _postings, _queries, build_index
+from toolscout.config import Settings
+from toolscout.embed.onnx import OnnxEmbedder
+from toolscout.engine import Engine
+from toolscout.eval.metrics import percentile
+from toolscout.models import Scored, SearchMode
+from toolscout.store.sqlite.ann.shard import EdgeIndex
+
+VARIANTS = ("previous", "one_thread", "split", "shipped")
+STAGES = ("embed", "lexical", "vector", "hits")
+SHIPPED_NEAREST = EdgeIndex.nearest_many
+
+
+def _payload_nearest(
+    self: EdgeIndex, vectors: Any, *, limit: int, filters: Any, ids_of: Any
+) -> Any:
+    """The previous way of naming the points: each point's ``tool_id`` payload."""
+    from toolscout.store.sqlite.ann.shard import shard_filter
+
+    flt = shard_filter(filters)
+    if flt is False or limit <= 0:
+        return [[] for _ in vectors]
+    params = qe.SearchParams(hnsw_ef=max(self.graph.ef, limit + 8))
+    requests = [
+        qe.QueryRequest(
+            query=qe.Query.Nearest(np.asarray(v, dtype=np.float32).tolist()),
+            limit=limit + 8, filter=flt, params=params, with_payload=["tool_id"],
+        )
+        for v in vectors
+    ]  # fmt: skip
+    out = []
+    for points in self.shard.query_batch(qe.QueryBatchRequest(requests)):
+        ranked = sorted(
+            ((float(p.score), str((p.payload or {})["tool_id"])) for p in points),
+            key=lambda pair: (-pair[0], pair[1]),
+        )
+        out.append([Scored(i, s) for s, i in ranked[:limit]])
+    return out
+
+
+def _model(engine: Engine) -> OnnxEmbedder:
+    inner: Any = engine.embedder
+    while not isinstance(inner, OnnxEmbedder):
+        inner = inner.inner
+    return inner
+
+
+def _use(engine: Engine, variant: str) -> None:
+    model = _model(engine)
+    saved = model.__dict__.setdefault("_bench_saved", (model._query_session, model._split_queries))
+    previous = variant == "previous"
+    model._query_session = model._session if previous else saved[0]
+    model._split_queries = saved[1] and variant in ("split", "shipped")
+    searcher = engine.search_service.searcher
+    searcher.config = replace(searcher.config, parallel_legs=variant == "shipped")
+    EdgeIndex.nearest_many = _payload_nearest if previous else SHIPPED_NEAREST  # type: ignore[method-assign]
+
+
+@contextmanager
+def _stages(engine: Engine, into: dict[str, float]) -> Iterator[None]:
+    """Time the stages of each search into ``into`` (ms), by wrapping the objects' methods."""
+    service = engine.search_service
+    targets: list[tuple[Any, str, str]] = [
+        (service.searcher, "embed_query", "embed"),
+        (engine.store, "lexical", "lexical"),
+        (engine.store, "nearest_many", "vector"),
+        (service.hierarchical, "hits", "hits"),
+    ]
+
+    def timed(f: Callable[..., Any], label: str) -> Callable[..., Any]:
+        @functools.wraps(f)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return f(*args, **kwargs)
+            finally:
+                into[label] = into.get(label, 0.0) + (time.perf_counter() - t0) * 1000
+
+        return run
+
+    for obj, name, label in targets:
+        setattr(obj, name, timed(getattr(obj, name), label))
+    try:
+        yield
+    finally:
+        for obj, name, _ in targets:
+            delattr(obj, name)
+
+
+def _open(keep: Path, size: int, ann_ef: int | None = None) -> Engine:
+    """The kept index with the product's choice of legs for its size (written first when
+    missing, the way ``latency.py search`` writes it), its shard built and posting index loaded."""
+    folder = keep / str(size)
+    folder.mkdir(parents=True, exist_ok=True)
+    db = folder / "l.db"
+
+    def opened(options: str) -> Engine:
+        return Engine.open(
+            Settings(db=f"{db}{options}", cache_dir=CACHE, query_cache_size=0, result_cache_size=0)
+        )
+
+    if not (folder / KEPT).is_file():
+        writer = opened(f"?ann_min_tools={10**12}")
+        build_index(writer, size)
+        writer.close()
+        (folder / KEPT).write_text(str(size))
+    engine = opened(f"?ann_ef={ann_ef}" if ann_ef else "")
+    store: Any = engine.store
+    ann, lex = store.ann, store.lex
+    ann.current()  # a missing shard is built in a child process meanwhile
+    ann.wait_built(None)
+    ann.current()
+    if engine.store.count() >= lex.min_tools:
+        _postings(engine)
+    return engine
+
+
+def _summary(rows: list[dict[str, float]]) -> dict[str, Any]:
+    def p(key: str, q: float) -> float:
+        return round(percentile([r.get(key, 0.0) for r in rows], q), 2)
+
+    out: dict[str, Any] = {f"total_p{q}": p("total", q) for q in (50, 95, 99)}
+    out["cpu_p50"] = p("cpu", 50)
+    out["stages_p50_p95"] = {s: [p(s, 50), p(s, 95)] for s in (*STAGES, "other")}
+    out["gc_share"] = round(sum(1 for r in rows if r["gc"] > 0) / len(rows), 3)
+    out["gc_max_ms"] = round(max(r["gc"] for r in rows), 2)
+    return out
+
+
+def measure(engine: Engine, queries: list[str], variants: list[str]) -> dict[str, Any]:
+    """Every variant on each query in turn (after a warm-up), and whether their answers agree."""
+    pauses: list[float] = []
+    started = [0.0]
+
+    def on_gc(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            started[0] = time.perf_counter()
+        else:
+            pauses.append((time.perf_counter() - started[0]) * 1000)
+
+    for q in queries[:5]:
+        for v in variants:
+            _use(engine, v)
+            engine.search(q, mode=SearchMode.HYBRID, limit=10)
+    rows: dict[str, list[dict[str, float]]] = {v: [] for v in variants}
+    same = True
+    gc.callbacks.append(on_gc)
+    try:
+        for q in queries:
+            answers = []
+            for v in variants:
+                _use(engine, v)
+                stage: dict[str, float] = {}
+                pauses.clear()
+                with _stages(engine, stage):
+                    t0, c0 = time.perf_counter(), time.process_time()
+                    found = engine.search(q, mode=SearchMode.HYBRID, limit=10)
+                    wall = (time.perf_counter() - t0) * 1000
+                    cpu = (time.process_time() - c0) * 1000
+                other = wall - sum(stage.get(s, 0.0) for s in STAGES)
+                rows[v].append({**stage, "total": wall, "cpu": cpu, "other": other,
+                                "gc": sum(pauses)})  # fmt: skip
+                answers.append([(t.tool.id, t.score) for t in found.tools])
+            same = same and all(a == answers[0] for a in answers)
+    finally:
+        gc.callbacks.remove(on_gc)
+    out: dict[str, Any] = {v: _summary(r) for v, r in rows.items()}
+    if "previous" in rows and "shipped" in rows:
+        out["shipped_over_previous_p95"] = round(
+            out["shipped"]["total_p95"] / out["previous"]["total_p95"], 3
+        )
+    out["same_answers"] = same
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--keep", type=Path, required=True)
+    parser.add_argument("--size", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
+    parser.add_argument("--ann-ef", type=int, help="the HNSW leg's search breadth (default 400)")
+    args = parser.parse_args()
+    engine = _open(args.keep, args.size, args.ann_ef)
+    short, long = _queries()
+    rng = random.Random(0)
+    store: Any = engine.store
+    legs = {"vector": store.ann.describe()["leg"], "lexical": store.lex.describe()["leg"]}
+    result: dict[str, Any] = {"tools": engine.store.count(), "legs": legs}
+    for kind, pool, n in (("short", short, args.queries), ("long", long, args.queries // 2)):
+        result[kind] = measure(engine, [rng.choice(pool) for _ in range(max(n, 6))], args.variants)
+        print(json.dumps({kind: result[kind]}), flush=True)
+    engine.close()
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
