@@ -1,5 +1,10 @@
 """Second views of each tool as learned-ranker features, computed offline by the fit and
-evaluation scripts (bench/fit/ranker.py ``--extra``, bench/ranking.py ``--ranker``).
+evaluation scripts (bench/fit/ranker.py ``--extra``, bench/ranking.py ``--candidate``).
+
+    python bench/fit/peer_view.py [--sources metatool gorilla_apibench bfcl] [--max-dev 600]
+
+prints each single view's hit@3 over the whole catalog on the dev requests (what the features
+below are for).
 
 The legs see a tool through toolscout's document text; the same-model baselines see it through
 the plain *peer text* (bench/quality.py ``peer_text``), and on some sets that cosine alone beats
@@ -26,11 +31,15 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bm25s
 import numpy as np
@@ -258,3 +267,92 @@ def load_extended(folder: Path) -> tuple[Ranker, tuple[str, ...]]:
     cal = meta["calibration"]
     weights = tuple(float(v) for v in [*cal["coef"], cal["intercept"]])
     return Ranker(parse_lightgbm(text), names, weights, str(meta.get("provenance", ""))), groups
+
+
+def views_hit3(sources: Sequence[str], max_dev: int) -> dict[str, dict[str, float]]:
+    """hit@3 of each single view over the whole catalog, per source's dev requests: the
+    document vectors (the vector leg's: best of the intents, or the whole request as one
+    text) and the peer-text vectors (the same two ways)."""
+    from dataclasses import replace
+
+    from ranker import requests
+
+    from natural import ROOT, datasets, open_index
+
+    out: dict[str, dict[str, float]] = {}
+    for source in sources:
+        ds = datasets(ROOT / "data" / "natural")[source]
+        engine, tools = open_index(ROOT / "bench" / "out" / "ranking" / "db" / f"{source}.db",
+                                   ds.tools, source)  # fmt: skip
+        views = build_views(tools, engine.embedder, ROOT / "bench" / "out" / "ranking" / "legs")
+        searcher = HybridSearcher(
+            engine.store, engine.embedder, replace(engine.searcher.config, learned_ranker=False)
+        )
+        hits: dict[str, list[bool]] = {}
+        asked = requests(source, "dev", max_dev)
+        for text, gold in asked:
+            rows = searcher.embed_query(text.strip())
+            whole = engine.embedder.embed_query([text.strip()])
+            runs = {
+                "document_intents": _best_of(engine.store.nearest_many(rows, limit=3)),
+                "document_whole": [h.id for h in engine.store.nearest_many(whole, limit=3)[0]],
+                "peer_intents": _top(views, (views.peer @ rows.T).max(axis=1)),
+                "peer_whole": _top(views, views.peer @ whole[0]),
+            }
+            for name, top in runs.items():
+                hits.setdefault(name, []).append(bool(set(top[:3]) & set(gold)))
+            hits.setdefault("several_intents", []).append(rows.shape[0] > 1)
+        out[source] = {k: round(100 * float(np.mean(v)), 1) for k, v in hits.items()}
+        out[source]["requests"] = len(asked)
+        out[source] |= tokens_per_tool(tools)
+        print(source, out[source], flush=True)
+        searcher.close()
+        engine.close()
+    return out
+
+
+def tokens_per_tool(tools: Sequence[Any]) -> dict[str, float]:
+    """Mean model tokens per tool (at most the model's limit, as embedded) of the document text
+    the index embeds and of the peer text: what a second stored vector would add to the
+    embedding work at index time."""
+    from tokenizers import Tokenizer
+
+    import toolscout.embed
+    from toolscout.embed.local import MAX_TOKENS, TOOL_MODEL_DIR
+    from toolscout.search.document import embed_text
+
+    path = Path(toolscout.embed.__file__).parent / TOOL_MODEL_DIR / "tokenizer.json"
+    tokenizer = Tokenizer.from_file(str(path))
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+
+    def mean(texts: list[str]) -> float:
+        counts = [min(len(tokenizer.encode(t).ids), MAX_TOKENS) for t in texts]
+        return round(sum(counts) / max(1, len(counts)), 1)
+
+    return {
+        "document_tokens": mean([embed_text(t) for t in tools]),
+        "peer_tokens": mean([peer_text(t) for t in tools]),
+    }
+
+
+def _best_of(runs: list[list[Scored]]) -> list[str]:
+    best: dict[str, float] = {}
+    for run in runs:
+        for h in run:
+            best[h.id] = max(best.get(h.id, -1.0), h.score)
+    return sorted(best, key=lambda t: (-best[t], t))[:3]
+
+
+def _top(views: ToolViews, sims: NDArray[np.floating[Any]]) -> list[str]:
+    return [views.ids[i] for i in np.argsort(-sims, kind="stable")[:3]]
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="hit@3 of each single view on the dev splits")
+    parser.add_argument("--sources", nargs="+", default=["metatool", "gorilla_apibench", "bfcl"])
+    parser.add_argument("--max-dev", type=int, default=600)
+    args = parser.parse_args()
+    views_hit3(args.sources, args.max_dev)

@@ -133,10 +133,29 @@ class Searched:
     request: Request
 
 
-def collect(source: str, split: str, cap: int, db_dir: Path, cache: Path) -> list[Searched]:
-    """The legs of every request of one source's split (cached: features can change without
-    searching again)."""
-    path = cache / f"{source}_{split}_{cap}.pkl"
+def composed(source: str, cap: int, count: int) -> list[tuple[str, tuple[str, ...]]]:
+    """``count`` two-part requests made of two training requests for different tools ("A. B"),
+    whose gold is both parts' (seed 5): requests of several intents each served by its own tool,
+    which the training splits hardly hold."""
+    base = requests(source, "train", cap)
+    rng = random.Random(5)
+    out: list[tuple[str, tuple[str, ...]]] = []
+    while len(out) < count and len(base) > 1:
+        (a, gold_a), (b, gold_b) = rng.sample(base, 2)
+        if set(gold_a) & set(gold_b):
+            continue
+        first = a.strip().rstrip(".!?")
+        second = b.strip()
+        out.append((f"{first}. {second[:1].upper()}{second[1:]}"[:1000], gold_a + gold_b))
+    return out
+
+
+def collect(
+    source: str, split: str, cap: int, db_dir: Path, cache: Path, compose: int = 0
+) -> list[Searched]:
+    """The legs of every request of one source's split, or of ``compose`` composed training
+    requests (cached: features can change without searching again)."""
+    path = cache / f"{source}_{split}_{cap}{f'_c{compose}' if compose else ''}.pkl"
     if path.is_file():
         with path.open("rb") as fh:
             cached: list[Searched] = pickle.load(fh)
@@ -147,7 +166,8 @@ def collect(source: str, split: str, cap: int, db_dir: Path, cache: Path) -> lis
         engine.store, engine.embedder, replace(engine.searcher.config, learned_ranker=False)
     )
     out = []
-    for text, gold in requests(source, split, cap):
+    asked = composed(source, cap, compose) if compose else requests(source, split, cap)
+    for text, gold in asked:
         legs, tokens = searcher.legs(text)
         assert searcher.last_rows is not None
         request = searcher.request(searcher.last_text, searcher.last_rows)
@@ -313,6 +333,8 @@ def parse() -> argparse.Namespace:
         help="where --write puts the files (default: the packaged ranker's)")  # fmt: skip
     add("--db-dir", type=Path, default=ROOT / "bench" / "out" / "ranking" / "db")
     add("--cache", type=Path, default=ROOT / "bench" / "out" / "ranking" / "legs")
+    add("--compose", type=int, default=0,
+        help="two-part requests composed of training requests, per source")  # fmt: skip
     add("--extra", nargs="*", default=[], choices=list(GROUPS),
         help="extra feature groups (bench/fit/peer_view.py): second views of tools")  # fmt: skip
     args = parser.parse_args()
@@ -329,6 +351,11 @@ def main() -> int:
     caps = {"metatool": args.max_train}
     train_parts = {s: collect(s, "train", caps.get(s, 0), args.db_dir, args.cache) for s in SOURCES}
     dev_parts = {s: collect(s, "dev", args.max_dev, args.db_dir, args.cache) for s in SOURCES}
+    if args.compose:
+        for s in SOURCES:
+            train_parts[s] = train_parts[s] + collect(
+                s, "train", caps.get(s, 0), args.db_dir, args.cache, args.compose
+            )
     if EXTRA:
         VIEWS.update({s: views_of(s, args.db_dir, args.cache) for s in SOURCES})
     w = weights(train_parts, args.balanced)
@@ -392,7 +419,8 @@ def write(
         "provenance": (
             f"bench/fit/ranker.py --write --max-train {args.max_train} --max-dev {args.max_dev} "
             f"--leaves {args.leaves} --min-leaf {args.min_leaf} {flags} --fixed-rounds {best} "
-            f"--calibrate-on {args.calibrate_on}{' --extra ' + ' '.join(EXTRA) if EXTRA else ''}"
+            f"--calibrate-on {args.calibrate_on} --compose {args.compose}"
+            f"{' --extra ' + ' '.join(EXTRA) if EXTRA else ''}"
             f": LightGBM {lgb.__version__} LambdaRank on "
             f"{requests} train requests of data/natural ({', '.join(SOURCES)}; MetaTool's "
             f"without those the embedder learned from), {best} rounds; logistic calibration on "
