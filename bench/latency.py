@@ -1,11 +1,11 @@
-"""Search latency (in process, query embedding included) and index build cost.
+"""Search latency in process (query embedding included) at scale, per retrieval leg.
 
     python bench/latency.py search --sizes 10000 100000 [1000000] [--queries 200] [--legs exact ann]
                                    [--lexicals fts5 postings]
     python bench/latency.py crossover --sizes 2000 5000 10000 20000 50000   # exact vs HNSW leg
-    python bench/latency.py build --size 2000        # throughput: sorted vs unsorted batches
-    python bench/latency.py memory --size 10000      # peak RSS while indexing 10k tools
-    python bench/latency.py batch                    # query embedding: exact alone/batched, int8
+
+(Embedding cost: bench/embedding_cost.py; a full index's throughput and memory:
+bench/cold_index.py.)
 
 Catalogs come from bench/catalogs.py (real tools of the three shared sets, plus server-fork
 variants beyond 7,093). Variants are near-copies of real tools; embedding 100k of them would take
@@ -31,10 +31,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import resource
-import statistics
 import sys
 import tempfile
 import time
@@ -328,91 +326,6 @@ def _lexical_times(engine: Engine, queries: list[str]) -> dict[str, float]:
     return {lex: round(percentile(v, 50), 3) for lex, v in times.items()}
 
 
-def build_bench(size: int) -> dict[str, object]:
-    """Tools/s of the real model on fresh texts (no cache), sorted vs unsorted batches."""
-    from toolscout.embed import open_embedder
-
-    embedder = open_embedder()
-    tools = [t for t, base in _tools(7093) if base is None][:size]
-    texts = [prepare(t).text + f" #{random.random()}" for t in tools]  # defeat any caching
-    t0 = time.perf_counter()
-    embedder.embed(texts)
-    sorted_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    for start in range(0, len(texts), 32):
-        embedder._run(texts[start : start + 32], embedder._session)  # type: ignore[attr-defined]
-    unsorted_s = time.perf_counter() - t0
-    out = {
-        "tools": size,
-        "threads": os.environ.get("TOOLSCOUT_EMBED_THREADS", "2"),
-        "sorted_tools_per_s": round(size / sorted_s, 1),
-        "unsorted_tools_per_s": round(size / unsorted_s, 1),
-        "median_text_chars": statistics.median(len(t) for t in texts),
-    }
-    print(json.dumps(out), flush=True)
-    return out
-
-
-def memory_bench(size: int) -> dict[str, object]:
-    """Index a ``size``-tool catalog into a fresh store with a fresh (empty) vector cache."""
-    tools = [t for t, _ in _tools(size)]  # real tools, then variants: all embedded for real
-    from toolscout.models import Loaded
-
-    with tempfile.TemporaryDirectory() as tmp:
-        engine = Engine.open(Settings(db=str(Path(tmp) / "m.db"), cache_dir=tmp))
-        t0 = time.perf_counter()
-        report = engine.index([Loaded(source="bench", tools=tools)])
-        took = time.perf_counter() - t0
-        engine.close()
-    out = {
-        "tools": size,
-        "embedded": report.embedded,
-        "seconds": round(took, 1),
-        "tools_per_s": round(size / took, 1),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-    }
-    print(json.dumps(out), flush=True)
-    return out
-
-
-def batch_bench(rounds: int) -> None:
-    """Query embedding cost per query, one model thread: the exact (packaged) graph one query
-    per call vs batches (what QueryBatcher does when searches overlap), and the default int8
-    query graph (one query per call, see MiniLMEmbedder.embed_query). Interleaved round by
-    round, so load on this shared machine hits every variant alike."""
-    from toolscout.embed.local import load_local
-
-    exact = load_local("minilm-l6-int8", threads=1, query_encoder="exact")
-    fast = load_local("minilm-l6-int8", threads=1, query_encoder="int8")
-    short, _ = _queries()
-    sizes = (1, 4, 8, 16, 32)
-    for q in short[:32]:
-        exact.embed_query([q])
-        fast.embed_query([q])
-    per_query: dict[str, list[float]] = {f"exact_b{b}": [] for b in sizes}
-    per_query["int8"] = []
-    for _ in range(rounds):
-        for b in sizes:
-            t0 = time.perf_counter()
-            for start in range(0, len(short), b):
-                exact.embed_query(short[start : start + b])
-            per_query[f"exact_b{b}"].append((time.perf_counter() - t0) * 1000 / len(short))
-        t0 = time.perf_counter()
-        fast.embed_query(short)
-        per_query["int8"].append((time.perf_counter() - t0) * 1000 / len(short))
-    medians = {k: round(statistics.median(v), 3) for k, v in per_query.items()}
-    base = medians["exact_b1"]
-    print(
-        json.dumps(
-            {
-                "queries": len(short),
-                "ms_per_query_median": medians,
-                "speedup_vs_exact_alone": {k: round(base / v, 2) for k, v in medians.items()},
-            }
-        )
-    )
-
-
 def main() -> int:
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -429,25 +342,13 @@ def main() -> int:
     r.add_argument("--leg", choices=LEGS, required=True)
     r.add_argument("--lexical", choices=LEXICALS, default="fts5")
     r.add_argument("queries", nargs="*")
-    b = sub.add_parser("build")
-    b.add_argument("--size", type=int, default=2000)
-    m = sub.add_parser("memory")
-    m.add_argument("--size", type=int, default=10000)
-    q = sub.add_parser("batch")
-    q.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    if args.cmd == "batch":
-        batch_bench(args.rounds)
-    elif args.cmd == "search":
+    if args.cmd == "search":
         search_bench(args.sizes, args.queries, args.legs, args.lexicals)
     elif args.cmd == "crossover":
         crossover_bench(args.sizes, args.queries)
-    elif args.cmd == "rss":
-        rss_bench(args.db, args.leg, args.lexical, args.queries)
-    elif args.cmd == "build":
-        build_bench(args.size)
     else:
-        memory_bench(args.size)
+        rss_bench(args.db, args.leg, args.lexical, args.queries)
     return 0
 
 

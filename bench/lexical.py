@@ -192,6 +192,7 @@ class SwappedStore:
         limit: int,
         filters: Filters | None = None,
         weights: Sequence[float] | None = None,
+        state: Any = None,
     ) -> list[Scored]:
         if filters is not None and not filters.is_empty():
             raise ValueError("the compared legs take no filters; run the search without them")
@@ -203,8 +204,10 @@ class SwappedStore:
     def state(self) -> Any:
         return self.store.state()
 
-    def nearest_many(self, vectors: Any, *, limit: int, filters: Filters | None = None) -> Any:
-        return self.store.nearest_many(vectors, limit=limit, filters=filters)
+    def nearest_many(
+        self, vectors: Any, *, limit: int, filters: Filters | None = None, state: Any = None
+    ) -> Any:
+        return self.store.nearest_many(vectors, limit=limit, filters=filters, state=state)
 
     @property
     def tools(self) -> Any:

@@ -118,7 +118,7 @@ def routing(args: list[str]) -> None:
         if opts.sets and name.split()[0] not in opts.sets:
             continue
         engine, _ = open_index(db / f"{name.split()[0]}.db", tools, name)
-        fit = engine.search_service.hierarchical.fit
+        fit = engine.search_service.hierarchical.stage1.fit
         routed_share, matched = share(fit.stage1, routed(engine, pairs))
         row = strategies(engine, pairs)
         engine.close()

@@ -12,7 +12,7 @@
    requests it serves point; data/natural has no skill labels).
 3. Stage 1 (``search/hierarchical.py``): the training tools re-classified with that fit; each
    training request gives one row per skill (the features as served,
-   ``HierarchicalSearcher.stage1_features``), label: the skill holds one of its gold tools.
+   ``SkillStage.features``), label: the skill holds one of its gold tools.
    Logistic fits with the positive rows weighted 1, 3, 10 and 30, for each ``keep_floor`` (the
    confidence a tool's second and third skills need) of 0.15, 0.1 and 0.05.
 4. Choice, on **dev** requests only: the floor and weight that route the most dev requests (a
@@ -121,7 +121,7 @@ def routed(engine: Engine, pairs: Pairs) -> list[Routed]:
     out: list[Routed] = []
     for text, gold in pairs:
         vectors = hs.searcher.embed_query(text)
-        index, features = hs.stage1_features(vectors, engine.store.state())
+        index, features = hs.stage1.features(vectors, engine.store.state())
         assigned = engine.store.skills.assignments(list(gold))
         held = {a.skill_id for rows in assigned.values() for a in rows}
         out.append(Routed(features, np.array([s.id in held for s in index.skills])))
@@ -173,7 +173,7 @@ def dev_sets(max_dev: int, unseen: bool) -> dict[str, tuple[Path, Pairs]]:
 def with_fit(engine: Engine, fit: SkillFit) -> None:
     """Serve ``fit`` in this engine (classifier and stage 1) and re-classify every tool."""
     engine.skill_service.offline.fit = fit
-    engine.search_service.hierarchical.fit = fit
+    engine.search_service.hierarchical.stage1.fit = fit
     engine.classify(all=True)
 
 

@@ -25,7 +25,7 @@ from toolscout.embed.querycache import QueryCache
 from toolscout.embed.stack import query_encoder
 from toolscout.enrich.base import Enricher
 from toolscout.enrich.llm import LLM
-from toolscout.enrich.pipeline import EnrichmentPipeline, Fields
+from toolscout.enrich.pipeline import EnrichmentPipeline
 from toolscout.enrich.service import EnrichmentService
 from toolscout.errors import EmptyIndex
 from toolscout.feedback.service import FeedbackConfig, FeedbackService
@@ -54,7 +54,7 @@ from toolscout.search.text import ANALYZER_VERSION
 from toolscout.skills.catalog import SkillCatalog
 from toolscout.skills.service import SkillService
 from toolscout.skills.suggestions import SuggestionQueue
-from toolscout.store.base import IndexIdentity, Store
+from toolscout.store.base import IndexIdentity, IndexState, Store
 from toolscout.store.synclog import Inventory, inventory
 
 log = logging.getLogger("toolscout")
@@ -96,6 +96,8 @@ class Engine:
             if enricher is not None
             else None
         )
+        #: Enrichment of indexed tools (enrich_server/enrich_sync/enrichment_status/
+        #: enrichment_stats/enrichment_fields).
         self.enrichment_service = EnrichmentService(store, pipeline, self.writer)
         #: Classification calls at once (the ``llm_concurrency`` setting).
         self.classify_concurrency = classify_concurrency
@@ -162,7 +164,9 @@ class Engine:
     def _index(
         self, loads: Sequence[Loaded], prune: bool, progress: Progress | None
     ) -> IndexReport:
-        plan = plan_index(self.store, loads, prune=prune, enrichment=self.enrichment_fields)
+        plan = plan_index(
+            self.store, loads, prune=prune, enrichment=self.enrichment_service.enrichment_fields
+        )
         self.writer.write(plan.todo, plan.report, progress)
         lost: set[str] = set()  # skills whose tools were deleted: their centroids change
         if plan.dropped:
@@ -292,6 +296,13 @@ class Engine:
             item_type=item_type,
         )  # fmt: skip
 
+    def state(self) -> IndexState:
+        """The index's data version and tool count as a search reads them (one round trip on
+        a server); a cache of anything derived from the index keys on the version.
+
+        Raises: StoreError."""
+        return self.store.state()
+
     def ensure_indexed(self) -> None:
         """Raises: EmptyIndex when the index holds no tools (every search would be empty)."""
         if self.store.count() == 0:
@@ -359,35 +370,6 @@ class Engine:
     @enrichment.setter
     def enrichment(self, pipeline: EnrichmentPipeline | None) -> None:
         self.enrichment_service.pipeline = pipeline
-
-    def enrichment_fields(
-        self, tools: dict[str, Tool], dropped: set[str]
-    ) -> tuple[dict[str, Fields], list[Tool]]:
-        """Enrichment for ``tools`` plus the other indexed tools of their servers.
-
-        Raises: StoreError."""
-        return self.enrichment_service.enrichment_fields(tools, dropped)
-
-    def enrich_server(self, server: str, force: bool = True) -> dict[str, Any]:
-        """(Re)make one server's profile and its tools' enrichment, then re-index them.
-
-        Raises:
-            QueryError: enrichment is off, or no indexed tool belongs to ``server``.
-            StoreError, EmbedError.
-        """
-        return self.enrichment_service.enrich_server(server, force=force)
-
-    def enrichment_status(self, server: str) -> dict[str, Any]:
-        """Profile state and tool counts by state. Raises: QueryError (off), StoreError."""
-        return self.enrichment_service.enrichment_status(server)
-
-    def enrich_sync(self, progress: Progress | None = None) -> dict[str, Any]:
-        """Enrich/re-index what changed. Raises: QueryError (off), StoreError, EmbedError."""
-        return self.enrichment_service.enrich_sync(progress)
-
-    def enrichment_stats(self) -> dict[str, Any]:
-        """Stored enrichments by state, cache hits and LLM tokens. Raises: StoreError."""
-        return self.enrichment_service.enrichment_stats()
 
     # -- service ----------------------------------------------------------------------------
     def query_cache_stats(self) -> dict[str, int] | None:

@@ -30,7 +30,7 @@ def test_status_is_readable_without_a_key(client: TestClient, api_engine: Engine
     r = client.get(f"/api/v1/enrichment/server/{SERVER}/status")
     assert r.status_code == 200, r.text
     body = r.json()
-    assert body == api_engine.enrichment_status(SERVER)
+    assert body == api_engine.enrichment_service.enrichment_status(SERVER)
     assert body["server"] == SERVER
     assert body["tools"] > 0
     assert set(body["tool_states"]) == {"fresh", "stale", "failed", "missing"}

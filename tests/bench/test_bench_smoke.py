@@ -26,9 +26,10 @@ OPENAPI_DATA = ROOT / "tests" / "data" / "openapi_quality"
 CASES: dict[str, tuple[list[str], str]] = {
     "latency_search": (["latency.py", "search", "--sizes", "250", "--queries", "4"],
                        r'"ann_postings_hybrid": \{"p50".*"bm25_postings": \{"p50"'),
-    "latency_build": (["latency.py", "build", "--size", "20"], r'"sorted_tools_per_s"'),
-    "latency_memory": (["latency.py", "memory", "--size", "40"], r'"peak_rss_mb"'),
-    "latency_batch": (["latency.py", "batch", "--rounds", "1"], r'"speedup_vs_exact_alone"'),
+    "embedding_documents": (["embedding_cost.py", "documents", "--size", "20"],
+                            r'"sorted_tools_per_s"'),
+    "embedding_queries": (["embedding_cost.py", "queries", "--rounds", "1"],
+                          r'"speedup_vs_exact_alone"'),
     "query_threads": (["query_threads.py", "--queries", "3", "--rounds", "1"],
                       r'\{"median": \{"spin": \{"wall_ms": '),
     "latency_crossover": (["latency.py", "crossover", "--sizes", "250", "--queries", "4"],

@@ -304,12 +304,12 @@ def feedback(
 
 
 def test_feedback_log_appends_reads_newest_first_and_keeps_the_newest(store: Store) -> None:
-    version = store.data_version()
+    version = store.state().version
     ids = store.feedback.add_feedback(
         [feedback("a::b", "success", 1.0, unit(1, 0)), feedback("a::c", "error", 2.0)], keep=10
     )
     assert ids == sorted(ids) and len(set(ids)) == 2
-    assert store.data_version() != version  # cached results see new feedback
+    assert store.state().version != version  # cached results see new feedback
     rows = store.feedback.list_feedback(vectors=True)
     assert [r.tool_id for r in rows] == ["a::c", "a::b"]
     first = rows[1]

@@ -65,7 +65,7 @@ def test_unchanged_reindex_embeds_and_enriches_nothing(engine: Engine) -> None:
     assert (report.unchanged, report.embedded) == (6, 0)
     assert engine.enrichment is not None
     assert engine.enrichment.last_report.tools_made == 0
-    assert engine.enrich_sync()["reindexed"] == 0
+    assert engine.enrichment_service.enrich_sync()["reindexed"] == 0
 
 
 def test_new_tool_on_a_server_refreshes_its_siblings_when_the_profile_changes(
@@ -81,7 +81,7 @@ def test_new_tool_on_a_server_refreshes_its_siblings_when_the_profile_changes(
     # Only the new tool is loaded; its server's other tools are taken from the index.
     report = engine.index([Loaded("other", [newcomer])])
     assert report.added == 1
-    status = engine.enrichment_status("tracker")
+    status = engine.enrichment_service.enrichment_status("tracker")
     assert status["tools"] == 5
     assert status["profile"]["state"] == "fresh"
     assert status["tool_states"]["fresh"] == 5
@@ -89,15 +89,15 @@ def test_new_tool_on_a_server_refreshes_its_siblings_when_the_profile_changes(
 
 def test_enrich_server_force_remakes_its_tools_and_stats_count_them(engine: Engine) -> None:
     engine.index(_load(tracker_tools()))
-    result = engine.enrich_server("chat", force=True)
+    result = engine.enrichment_service.enrich_server("chat", force=True)
     assert result["tools"]["made"] == 2
     assert result["reindexed"] == 0  # same rules, same text: no re-embedding
-    assert engine.enrich_sync()["reindexed"] == 0
-    stats = engine.enrichment_stats()
+    assert engine.enrichment_service.enrich_sync()["reindexed"] == 0
+    stats = engine.enrichment_service.enrichment_stats()
     assert stats["cache_hits"] == 8  # the sync reused 6 tools and 2 profiles
     assert stats["stored"][stats["enricher"]]["tool"]["ok"] == 6
     with pytest.raises(QueryError, match="server"):
-        engine.enrich_server("nowhere")
+        engine.enrichment_service.enrich_server("nowhere")
 
 
 def test_enrich_none_indexes_original_text_only(settings: Settings) -> None:
@@ -108,7 +108,7 @@ def test_enrich_none_indexes_original_text_only(settings: Settings) -> None:
         assert _ids(engine, "octocat hello world") == []
         hits = engine.search("issue", mode="bm25", limit=10).hits
         assert "tracker::getRepoStats" not in [h.tool.id for h in hits]
-        assert engine.enrichment_stats()["enricher"] is None
+        assert engine.enrichment_service.enrichment_stats()["enricher"] is None
     finally:
         engine.close()
 
@@ -143,4 +143,4 @@ def test_llm_enrichment_is_indexed_and_an_unchanged_rerun_makes_no_calls(
         report = engine.index(_load(tracker_tools()))
         assert report.embedded == 0
         assert len(double.requests) == 8
-        assert engine.enrichment_stats()["llm_tokens_stored"] == 8 * 20
+        assert engine.enrichment_service.enrichment_stats()["llm_tokens_stored"] == 8 * 20

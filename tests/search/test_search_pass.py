@@ -1,11 +1,14 @@
-"""One search pass: the request's vectors are made only when a stage reads them."""
+"""One search pass: the request's vectors are made only when a stage reads them, and the index
+state is read once, by the search, never again by a stage or a leg."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
+from toolscout.config import Settings
 from toolscout.embed.base import Embedder, EmbedderWrapper, Vectors
 from toolscout.engine import Engine
 from toolscout.models import Loaded, SearchMode, SearchRequest, Strategy, Tool
@@ -23,6 +26,16 @@ class QueryCounter(EmbedderWrapper):
         return self.inner.embed_query(texts)
 
 
+TOOLS = Loaded(
+    "tests",
+    [
+        Tool("mail.send_email", "send_email", "Send an email to a recipient", server="mail"),
+        Tool("weather.get_weather", "get_weather", "Get the weather forecast", server="weather"),
+        Tool("files.read_file", "read_file", "Read a file from the local disk", server="files"),
+    ],
+)
+
+
 @pytest.mark.parametrize(
     ("strategy", "mode", "embeddings"),
     [
@@ -35,29 +48,29 @@ class QueryCounter(EmbedderWrapper):
 def test_a_search_embeds_the_request_only_when_a_stage_reads_it(
     engine: Engine, strategy: Strategy, mode: SearchMode, embeddings: int
 ) -> None:
-    engine.index(
-        [
-            Loaded(
-                "tests",
-                [
-                    Tool(
-                        "mail.send_email",
-                        "send_email",
-                        "Send an email message to a recipient",
-                        server="mail",
-                    ),
-                    Tool(
-                        "weather.get_weather",
-                        "get_weather",
-                        "Get the weather forecast for a city",
-                        server="weather",
-                    ),
-                ],
-            )
-        ]
-    )
+    engine.index([TOOLS])
     counter = QueryCounter(engine.searcher.embedder)
     engine.searcher.embedder = counter
     found = engine.find(SearchRequest("send an email", strategy=strategy, mode=mode, limit=2))
     assert [h.tool.name for h in found.tools][:1] == ["send_email"]
     assert counter.queries == embeddings
+
+
+@pytest.mark.parametrize("strategy", list(Strategy))
+def test_a_search_reads_the_data_version_once_with_the_posting_index_and_hnsw_legs_on(
+    tmp_path: Path, vector_cache: Path, strategy: Strategy
+) -> None:
+    url = f"sqlite:///{tmp_path / 'index.db'}?lex_min_tools=0&ann_min_tools=0"
+    with Engine.open(Settings(db=url, cache_dir=str(vector_cache))) as engine:
+        engine.index([TOOLS])
+        statements: list[str] = []
+        engine.store.database.conn.set_trace_callback(statements.append)  # type: ignore[attr-defined]
+        for query in ("send an email", "read a file from disk", "weather in paris"):
+            statements.clear()
+            found = engine.find(SearchRequest(query, strategy=strategy, limit=2))
+            assert found.tools
+            # The search's own state read; neither leg reads the version again.
+            assert [s for s in statements if "data_version" in s] == ["PRAGMA data_version"]
+        # Both legs that follow the rows in memory answered those searches.
+        assert engine.store.lex.describe()["leg"] == "postings"  # type: ignore[attr-defined]
+        assert engine.store.ann.describe()["leg"] == "ann"  # type: ignore[attr-defined]

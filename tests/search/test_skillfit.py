@@ -14,13 +14,14 @@ from toolscout.embed.base import DEFAULT_MODEL
 from toolscout.engine import Engine
 from toolscout.errors import ConfigError
 from toolscout.search.calibration import embedder_identity, load_calibration
-from toolscout.search.hierarchical import HierarchicalSearcher, stage1_features
+from toolscout.search.hierarchical import HierarchicalSearcher
 from toolscout.search.skillfit import (
     CLASSIFIER_FEATURES,
     STAGE1_FEATURES,
     load_skill_fit,
     packaged_skill_fit,
 )
+from toolscout.search.skillstage import stage1_features
 
 PACKAGED = Path(__file__).resolve().parents[2] / "src" / "toolscout" / "search" / "calibration.json"
 
@@ -40,7 +41,7 @@ def test_the_packaged_fit_is_for_the_default_model(engine: Engine) -> None:
     assert DEFAULT_MODEL.startswith("local:")
     name, digest = embedder_identity(engine.embedder)
     assert packaged_skill_fit().status(engine.embedder) == "fitted", (name, digest)
-    assert engine.search_service.hierarchical.fit_status == "fitted"
+    assert engine.search_service.hierarchical.stage1.fit_status == "fitted"
 
 
 def test_another_model_gets_one_warning_and_keeps_the_constants(
@@ -50,11 +51,11 @@ def test_another_model_gets_one_warning_and_keeps_the_constants(
     with caplog.at_level(logging.WARNING, logger="toolscout.skills"):
         first = HierarchicalSearcher(engine.store, engine.searcher, fit=other)
         HierarchicalSearcher(engine.store, engine.searcher, fit=other)
-    assert first.fit_status.startswith("approximate: fitted for some-other-model")
+    assert first.stage1.fit_status.startswith("approximate: fitted for some-other-model")
     warnings = [r for r in caplog.records if "skill scores are approximate" in r.getMessage()]
     assert len(warnings) == 1
     assert "bench/fit/skill_scores.py --write" in warnings[0].getMessage()
-    assert first.fit is other  # the documented fallback: the constants stay in use
+    assert first.stage1.fit is other  # the documented fallback: the constants stay in use
 
 
 def test_a_file_without_a_skills_section_names_the_refit(tmp_path: Path) -> None:

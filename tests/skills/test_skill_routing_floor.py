@@ -30,7 +30,7 @@ def test_dev_requests_route_to_a_skill_holding_their_tool(engine: Engine) -> Non
     hs = engine.search_service.hierarchical
     routed = 0
     for q in dev:
-        matched = hs.match_skills(
+        matched = hs.stage1.match(
             hs.searcher.embed_query(q.text),
             engine.store.state(),
             limit=defaults.skill_limit,

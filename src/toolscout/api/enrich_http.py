@@ -32,14 +32,14 @@ EnrichJobsDep = Annotated[JobRunner, Depends(_enrich_jobs)]
 
 
 def _sync(engine: Engine, progress: Callable[[ClassifyProgress], None]) -> ClassifyReport:
-    """Run ``Engine.enrich_sync`` reporting progress in the job runner's terms."""
+    """Run ``EnrichmentService.enrich_sync`` reporting progress in the job runner's terms."""
     seen = {"processed": 0, "total": 0}
 
     def report(processed: int, total: int) -> None:
         seen.update(processed=processed, total=total)
         progress(ClassifyProgress(processed=processed, total=total, errors=0))
 
-    result = engine.enrich_sync(progress=report)
+    result = engine.enrichment_service.enrich_sync(progress=report)
     failures = [str(f) for f in result.get("failures", [])]
     errors = int(result["tools"]["failed"]) + int(result["profiles"]["failed"])
     return ClassifyReport(
@@ -59,7 +59,7 @@ def enrich_routes(app: FastAPI) -> None:
     )
     def regenerate_profile(server: str, engine: EngineDep) -> dict[str, Any]:
         """Remake one server's profile and its tools' enrichment, then re-index them."""
-        return engine.enrich_server(server, force=True)
+        return engine.enrichment_service.enrich_server(server, force=True)
 
     @app.get(
         f"{API}/enrichment/server/{{server}}/status",
@@ -69,7 +69,7 @@ def enrich_routes(app: FastAPI) -> None:
     )
     def enrichment_status(server: str, engine: EngineDep) -> dict[str, Any]:
         """Profile state (fresh, stale, failed, missing) and tool counts by state."""
-        return engine.enrichment_status(server)
+        return engine.enrichment_service.enrichment_status(server)
 
     @app.post(
         f"{API}/enrichment/sync",
@@ -95,4 +95,4 @@ def enrich_routes(app: FastAPI) -> None:
     @app.get(f"{API}/enrichment/stats", dependencies=[Read], tags=[TAG], responses=errors(401, 403))
     def enrichment_stats(engine: EngineDep) -> dict[str, Any]:
         """Stored enrichments by state, cache hits and LLM tokens."""
-        return engine.enrichment_stats()
+        return engine.enrichment_service.enrichment_stats()

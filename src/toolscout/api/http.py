@@ -61,7 +61,7 @@ from toolscout.errors import Overloaded, ToolscoutError
 from toolscout.formats import GroupBy, ProviderFormat, render
 from toolscout.models import ItemType, SearchMode, SearchResult, Strategy
 from toolscout.models import SearchRequest as CoreRequest
-from toolscout.search.hybrid import MAX_QUERY_CHARS
+from toolscout.search.request import MAX_QUERY_CHARS
 
 log = logging.getLogger("toolscout.api")
 

@@ -29,7 +29,7 @@ from toolscout.ingest.openapi import OpenApiSource
 from toolscout.ingest.openapi_documents import OPENAPI_CACHE, DocumentCache, is_url
 from toolscout.ingest.sources import Source
 from toolscout.models import IndexReport, ItemType, Loaded, SearchMode, Strategy
-from toolscout.search.hybrid import check_query
+from toolscout.search.request import check_query
 from toolscout.sync.rebuild import rebuild_index
 
 BUILTIN = "starter_catalog.json"

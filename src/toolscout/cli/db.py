@@ -47,7 +47,7 @@ def _existing_source(url_or_path: str) -> str:
 
 def _deriver(engine: Engine) -> Derive:
     def derive(tools: Sequence[Tool]) -> Mapping[str, tuple[Mapping[str, str], str]]:
-        extra, _ = engine.enrichment_fields({t.id: t for t in tools}, set())
+        extra, _ = engine.enrichment_service.enrichment_fields({t.id: t for t in tools}, set())
         out: dict[str, tuple[Mapping[str, str], str]] = {}
         for tool in tools:
             prepared = prepare(tool, extra.get(tool.id))

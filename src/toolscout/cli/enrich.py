@@ -74,7 +74,7 @@ def sync(db: DbOption = None, enricher: EnricherOption = None, as_json: JsonOpti
             transient=True,
         ) as bar:
             task = bar.add_task("enrich", total=None)
-            report = engine.enrich_sync(
+            report = engine.enrichment_service.enrich_sync(
                 progress=lambda done, total: bar.update(task, completed=done, total=total)
             )
     finally:
@@ -93,7 +93,7 @@ def server(
     """Remake one server's profile and its tools' enrichment."""
     engine = open_engine(db, enrich=_enricher(enricher))
     try:
-        report = engine.enrich_server(name, force=force)
+        report = engine.enrichment_service.enrich_server(name, force=force)
     finally:
         engine.close()
     _print(report, as_json)
@@ -109,7 +109,7 @@ def status(
     """Profile state and tool counts by state (fresh, stale, failed, missing)."""
     engine = open_engine(db, enrich=_enricher(enricher))
     try:
-        data = engine.enrichment_status(name)
+        data = engine.enrichment_service.enrichment_status(name)
     finally:
         engine.close()
     _print(data, as_json)
@@ -122,7 +122,7 @@ def stats(
     """Stored enrichments by enricher, kind and state, with LLM tokens spent."""
     engine = open_engine(db, enrich=_enricher(enricher))
     try:
-        data = engine.enrichment_stats()
+        data = engine.enrichment_service.enrichment_stats()
     finally:
         engine.close()
     _print(data, as_json)

@@ -141,7 +141,7 @@ class RequestMemory:
         """The current matrix of recorded requests (rebuilt when the log changed).
 
         Raises: StoreError, EmbedError."""
-        return self._current(self.store.data_version())
+        return self._current(self.store.state().version)
 
     def _current(self, version: Hashable | None) -> Snapshot:
         with self._lock:

@@ -64,7 +64,7 @@ class CallableTools:
         self._lock = threading.Lock()
 
     def _current(self) -> _Snapshot:
-        version = self.engine.store.data_version()
+        version = self.engine.state().version
         with self._lock:
             snap = self._snapshot
             if snap is not None and version is not None and snap.version == version:

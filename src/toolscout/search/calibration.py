@@ -46,7 +46,7 @@ from numpy.typing import NDArray
 
 from toolscout.embed.base import Embedder
 from toolscout.errors import ConfigError
-from toolscout.models import Scored
+from toolscout.models import Ranked, Scored, SearchMode
 
 #: The features each search mode has (a ``bm25`` search embeds nothing, a ``vector`` search runs
 #: no lexical leg), in the order of a model's coefficients.
@@ -312,3 +312,61 @@ def fit_logistic(
         if float(np.abs(step).max()) < 1e-8:
             break
     return tuple(float(b) for b in beta[:-1]), float(beta[-1])
+
+
+def scored_hits(
+    calibration: Calibration,
+    mode: SearchMode,
+    top: Sequence[Scored],
+    lexical: Sequence[Scored],
+    vector: Sequence[Scored],
+    *,
+    tools: int,
+    crowd: int,
+    chances: dict[str, float] | None = None,
+) -> list[tuple[Ranked, Evidence]]:
+    """Each of the ``top`` fused hits with its evidence and calibrated score, over an index of
+    ``tools`` tools; ``crowd``: how many vector candidates the standout is measured against;
+    ``chances``: the learned ranker's probabilities, which then are the scores. A hit never
+    scores above the one ranked before it, so the scores and the order tell one story."""
+    lex_rank = {h.id: r for r, h in enumerate(lexical, 1)}
+    vec_rank = {h.id: r for r, h in enumerate(vector, 1)}
+    lex_score = {h.id: h.score for h in lexical}
+    cos = {h.id: h.score for h in vector}
+    floor_cos = vector[-1].score if vector else 0.0
+    near = vector[:crowd]  # the configured number of candidates, whatever the limit
+    median = float(np.median([h.score for h in near])) if near else 0.0
+    idf = math.log(tools + 1.0)
+    # Relative to the request's best hit in every mode (a vector run holds raw cosines).
+    best = max((h.score for h in top), default=0.0)
+    scale = 1.0 / best if mode is SearchMode.VECTOR and best > 0 else 1.0
+    evidence: list[Evidence] = []
+    for hit in top:
+        c = cos.get(hit.id, floor_cos)
+        evidence.append(
+            Evidence(
+                cosine=c if mode is not SearchMode.BM25 else None,
+                standout=c - median if mode is not SearchMode.BM25 else None,
+                lexical=(
+                    lex_score.get(hit.id, 0.0) / idf if mode is not SearchMode.VECTOR else None
+                ),
+                relative=min(1.0, max(0.0, hit.score * scale)),
+            )
+        )
+    # How likely it is that any tool serves the request: from the legs as they came back,
+    # whatever the fusion or the ranker put first.
+    request = request_evidence(lexical, vector, tools)
+    answerable = calibration.answerable(mode.value, request) if request else 0.0
+    out: list[tuple[Ranked, Evidence]] = []
+    ceiling = 1.0
+    for hit, ev in zip(top, evidence, strict=True):
+        chance = (
+            chances.get(hit.id, 0.0)
+            if chances is not None
+            else calibration.probability(mode.value, ev, answerable)
+        )
+        ceiling = min(ceiling, chance)
+        out.append(
+            (Ranked(hit.id, ceiling, lex_rank.get(hit.id), vec_rank.get(hit.id), answerable), ev)
+        )
+    return out

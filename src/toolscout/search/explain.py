@@ -27,6 +27,7 @@ from toolscout.models import (
     Tool,
 )
 from toolscout.search.document import lexical_fields
+from toolscout.search.fusion import lexical_confidence
 from toolscout.search.hybrid import HybridSearcher
 from toolscout.search.request import parse_item_type, parse_mode, parse_strategy
 from toolscout.search.text import identifier_key, query_tokens
@@ -123,7 +124,7 @@ def leg_weights(
     if cfg.fusion == "adaptive":
         # The searcher's own evidence measure, so the weight shown is the weight used.
         top = [Scored("", best_bm25)] if best_bm25 else []
-        lw *= searcher._lexical_confidence(tokens, top, tools)
+        lw *= lexical_confidence(cfg, tokens, top, tools)
     total = lw + vw
     return (lw / total, vw / total) if total > 0 else (0.0, 0.0)
 

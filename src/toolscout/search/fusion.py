@@ -6,13 +6,18 @@ Two methods:
 * :func:`fuse_scores` — score-aware fusion: each leg's scores are mapped to 0..1 relative to that
   leg's best hit, then combined with weights. Unlike RRF it keeps *how much* better a hit is, so a
   confident lexical match is not dragged down by an indifferent vector rank (and vice versa).
+
+:func:`fuse_legs` applies the configured method to a search's two legs; the default
+(``adaptive``) weighs the lexical leg by :func:`lexical_confidence`.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
-from toolscout.models import Scored
+from toolscout.models import Scored, SearchMode
+from toolscout.search.config import SearchConfig
 
 
 def _sorted(scores: dict[str, float]) -> list[Scored]:
@@ -128,3 +133,40 @@ def intent_owners(runs: list[list[Scored]]) -> dict[str, int]:
             if hit.id not in best or hit.score > best[hit.id][0]:
                 best[hit.id] = (hit.score, k)
     return {tool: k for tool, (_, k) in best.items()}
+
+
+def fuse_legs(
+    config: SearchConfig,
+    mode: SearchMode,
+    tokens: Sequence[str],
+    lexical: Sequence[Scored],
+    vector: Sequence[Scored],
+    tools: int,
+) -> list[Scored]:
+    """The legs fused as ``config`` says for ``mode`` over an index of ``tools`` tools
+    (``adaptive``: the lexical weight scaled by :func:`lexical_confidence`)."""
+    if mode is SearchMode.BM25:
+        return fuse_scores([lexical], weights=[1.0])
+    if mode is SearchMode.VECTOR:
+        return [Scored(h.id, max(0.0, h.score)) for h in vector]
+    if config.fusion == "rrf":
+        weights = [config.lexical_weight, config.vector_weight]
+        return fuse_rrf([lexical, vector], k=config.rrf_k, weights=weights)
+    lw = config.lexical_weight
+    if config.fusion == "adaptive":
+        lw = lw * lexical_confidence(config, tokens, lexical, tools)
+    return fuse_scores(
+        [lexical, vector], weights=[lw, config.vector_weight], floors=[0.0, config.vector_floor]
+    )
+
+
+def lexical_confidence(
+    config: SearchConfig, tokens: Sequence[str], lexical: Sequence[Scored], tools: int
+) -> float:
+    """0..1: a logistic in the best BM25 score measured in units of the largest IDF,
+    ``ln(tools + 1)`` (midpoint and slope from ``config``)."""
+    if not lexical or not tokens:
+        return 0.0
+    evidence = lexical[0].score / math.log(tools + 1.0)
+    z = (evidence - config.evidence_midpoint) / max(config.evidence_slope, 1e-6)
+    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))

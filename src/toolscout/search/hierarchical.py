@@ -8,14 +8,7 @@ safety net), the search falls back to the unfiltered catalog and says so: ``skil
 ``strategy_used = "direct"`` and ``fallback`` gives the reason (BR-001: outside a fallback,
 every tool returned belongs to a matched skill).
 
-Skill score: a logistic model (``search/skillfit.py``) of how close the request is to the
-skill's vector - the centroid of its tools, or for a skill without tools the embedding of its own
-description; best over the query rows (whole query, then each clause of a multi-request query) -
-and of what the request's nearest tools say: whether one of them belongs to the skill, how close
-it is, and how many of them do. Its constants are fitted for the default embedding model on the
-training requests of ``data/natural`` and kept in ``calibration.json`` with that model's hash
-(``python bench/fit/skill_scores.py --write``); the default threshold 0.4 was set so that the
-matched skills hold the request's tool (docs/BENCHMARKS.md §3).
+Stage 1 (the skill scores, their features and fitted constants) is :mod:`.skillstage`.
 """
 
 from __future__ import annotations
@@ -23,11 +16,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, replace
-
-import numpy as np
-from numpy.typing import NDArray
+from collections.abc import Sequence
+from dataclasses import replace
 
 from toolscout.models import (
     Filters,
@@ -35,13 +25,13 @@ from toolscout.models import (
     SearchMode,
     SearchRequest,
     SearchResult,
-    Skill,
     SkillMatch,
     Strategy,
     ToolHit,
 )
 from toolscout.search.hybrid import HybridSearcher
-from toolscout.search.skillfit import SkillFit, packaged_skill_fit
+from toolscout.search.skillfit import SkillFit
+from toolscout.search.skillstage import SkillStage, Vectors
 from toolscout.store.base import IndexState, Store
 
 log = logging.getLogger("toolscout.search")
@@ -57,55 +47,6 @@ NET_DEPTH = 50
 #: matched skills: the places an agent reads first are never lost to stage 1 (hit@3 on dev
 #: requests, docs/BENCHMARKS.md §3).
 NET_WATCH = 3
-Vectors = NDArray[np.float32]
-
-
-Memberships = Mapping[str, Sequence[tuple[str, float]]]
-
-
-def stage1_features(
-    sims: NDArray[np.float32],
-    neighbours: Sequence[tuple[str, float]],
-    memberships: Memberships,
-    position: Mapping[str, int],
-) -> NDArray[np.float64]:
-    """One row of ``skillfit.STAGE1_FEATURES`` per skill: ``sims`` (the request's best cosine
-    to each skill's vector), ``neighbours`` (the request's nearest tools and cosines, best
-    first), ``memberships`` (tool id -> (skill id, confidence)), ``position`` (skill id -> row)."""
-    s = sims.astype(np.float64)
-    n = len(s)
-    if n < 2:
-        margin = s.copy()
-    else:
-        first, second = np.sort(s)[-1], np.sort(s)[-2]
-        margin = s - np.where(s >= first, second, first)
-    floor = neighbours[-1][1] if neighbours else 0.0
-    top = neighbours[0][1] if neighbours else 0.0
-    near = np.full(n, floor, dtype=np.float64)
-    votes = np.zeros(n, dtype=np.float64)
-    for rank, (tool_id, cosine) in enumerate(neighbours, 1):
-        for skill_id, confidence in memberships.get(tool_id, ()):
-            row = position.get(skill_id)
-            if row is not None:
-                near[row] = max(near[row], cosine)
-                votes[row] += confidence / rank
-    # The skill's own vector counts as one of its tools: a skill whose tools are all far (or
-    # that has none yet) still stands out when its description fits the request.
-    near = np.maximum(near, s)
-    return np.stack([s, margin, near, near - top, votes], axis=1)
-
-
-@dataclass(frozen=True)
-class SkillIndex:
-    """Active skills and the vectors stage 1 compares queries with (one row per skill)."""
-
-    skills: tuple[Skill, ...]
-    counts: dict[str, int]
-    matrix: Vectors
-
-    @property
-    def position(self) -> dict[str, int]:
-        return {s.id: i for i, s in enumerate(self.skills)}
 
 
 class HierarchicalSearcher:
@@ -121,13 +62,10 @@ class HierarchicalSearcher:
     ) -> None:
         self.store = store
         self.searcher = searcher
-        #: Stage 1's fitted constants (the packaged ones unless given).
-        self.fit = fit if fit is not None else packaged_skill_fit()
-        #: ``"fitted"``, or why skill scores are approximate (warned once at start).
-        self.fit_status = self.fit.check(searcher.embedder)
+        #: Stage 1: the skills that fit a request (``fit``: its constants, packaged unless given).
+        self.stage1 = SkillStage(store, searcher.embedder, fit)
         #: Score factor for the safety net's out-of-skill tools (0 turns the net off).
         self.safety_net = safety_net
-        self._index: tuple[Hashable | None, SkillIndex] | None = None
         self._warned: dict[str, tuple[float, int]] = {}
         self._warn_lock = threading.Lock()
 
@@ -145,69 +83,6 @@ class HierarchicalSearcher:
             self._warned[message] = (now, 0)
         extra = f" ({skipped} more like it since the last warning)" if skipped else ""
         log.warning(message + extra, arg)
-
-    # -- stage 1 ----------------------------------------------------------------------------
-    def skill_index(self, version: Hashable | None) -> SkillIndex:
-        """The active skills with their vectors, cached until the store's data version (read
-        by the caller) moves."""
-        if version is not None and self._index is not None and self._index[0] == version:
-            return self._index[1]
-        centroids = self.store.skills.skill_vectors()
-        profiles = self.store.skills.skill_profiles()
-        counts = self.store.skills.skill_tool_counts()
-        rows: list[Vectors] = []
-        skills: list[Skill] = []
-        for skill in self.store.skills.list_skills(include_inactive=False):
-            vec = centroids.get(skill.id)
-            if vec is None and skill.id in profiles:
-                vec = profiles[skill.id][1]
-            if vec is not None:
-                skills.append(skill)
-                rows.append(vec)
-        dim = self.searcher.embedder.dim
-        matrix = np.stack(rows) if rows else np.zeros((0, dim), dtype=np.float32)
-        index = SkillIndex(tuple(skills), counts, matrix)
-        self._index = (version, index)
-        return index
-
-    def stage1_features(
-        self, vectors: Vectors, state: IndexState
-    ) -> tuple[SkillIndex, NDArray[np.float64]]:
-        """The active skills and one row of stage-1 features per skill for ``vectors``, at
-        index ``state``."""
-        index = self.skill_index(state.version)
-        if not index.skills:
-            return index, np.zeros((0, len(self.fit.stage1.features)))
-        sims = (vectors @ index.matrix.T).max(axis=0)
-        best: dict[str, float] = {}
-        for row in self.store.nearest_many(vectors, limit=self.fit.near_depth):
-            for hit in row:
-                best[hit.id] = max(best.get(hit.id, -1.0), hit.score)
-        neighbours = sorted(best.items(), key=lambda p: (-p[1], p[0]))[: self.fit.near_depth]
-        assigned = self.store.skills.assignments([tool_id for tool_id, _ in neighbours])
-        memberships = {
-            tool_id: [(a.skill_id, a.confidence) for a in rows]
-            for tool_id, rows in assigned.items()
-        }
-        return index, stage1_features(sims, neighbours, memberships, index.position)
-
-    def match_skills(
-        self, vectors: Vectors, state: IndexState, *, limit: int, threshold: float
-    ) -> list[SkillMatch]:
-        """Active skills scoring at least ``threshold``, best first (ties by id)."""
-        index, features = self.stage1_features(vectors, state)
-        if not index.skills:
-            return []
-        scores = self.fit.stage1(features)
-        ranked = sorted(
-            ((float(scores[i]), s) for i, s in enumerate(index.skills)),
-            key=lambda p: (-p[0], p[1].id),
-        )
-        return [
-            SkillMatch(s, round(score, 6), index.counts.get(s.id, 0))
-            for score, s in ranked[:limit]
-            if score >= threshold
-        ]
 
     # -- stage 2 and 3 ------------------------------------------------------------------------
     def search_tools(
@@ -340,7 +215,7 @@ class HierarchicalSearcher:
     def _hierarchical(self, req: SearchRequest, vectors: Vectors, state: IndexState) -> _Stages:
         t0 = time.perf_counter()
         try:
-            matched = self.match_skills(
+            matched = self.stage1.match(
                 vectors, state, limit=req.skill_limit, threshold=req.skill_threshold
             )
         except Exception as exc:  # stage 1 is an optimisation: never fail the search for it
@@ -383,7 +258,7 @@ class HierarchicalSearcher:
             req, vectors, state, skill_ids=None, limit=NET_DEPTH, threshold=0.0, count=False,
             places=req.limit,
         )  # fmt: skip
-        active = {s.id for s in self.skill_index(state.version).skills}
+        active = {s.id for s in self.stage1.index(state.version).skills}
         assigned = self.store.skills.assignments([r.id for r in net])
         inside: dict[str, Ranked] = {}
         outside: dict[str, Ranked] = {}

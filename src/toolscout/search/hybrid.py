@@ -27,7 +27,6 @@ is a ``no_match``.
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -36,57 +35,26 @@ import numpy as np
 from numpy.typing import NDArray
 
 from toolscout.embed.base import Embedder
-from toolscout.errors import ConfigError, EmptyQuery, QueryError
+from toolscout.errors import ConfigError, QueryError
 from toolscout.models import Filters, Ranked, Scored, SearchMode
 from toolscout.search.boost import Boost
-from toolscout.search.calibration import (
-    Calibration,
-    Evidence,
-    load_calibration,
-    request_evidence,
-)
+from toolscout.search.calibration import Calibration, Evidence, load_calibration, scored_hits
 from toolscout.search.config import SearchConfig
-from toolscout.search.fusion import (
-    best_of_intents,
-    fuse_rrf,
-    fuse_scores,
-    intent_owners,
-    spread_intents,
-)
+from toolscout.search.fusion import best_of_intents, fuse_legs, intent_owners, spread_intents
 from toolscout.search.intents import split_intents
 from toolscout.search.rank import Legs, Ranker, features, load_ranker, rerank
+from toolscout.search.request import check_query
 from toolscout.search.text import identifier_key, query_tokens
 from toolscout.store.base import IndexState, Store
 
 log = logging.getLogger("toolscout.search")
 
-MAX_QUERY_CHARS = 1000
 #: At most this many intents of one request are embedded.
 MAX_ROWS = 8
 #: Calibration mismatches already logged (once per process each).
 _WARNED: set[str] = set()
 #: Threads shared by all searches of one searcher for their vector legs.
 LEG_THREADS = 8
-
-
-def check_query(query: str) -> str:
-    """Validate and strip a query.
-
-    Raises:
-        QueryError: empty, or longer than MAX_QUERY_CHARS.
-    """
-    if not isinstance(query, str):
-        raise QueryError("query", "must be a string")
-    text = query.strip()
-    # A byte-order mark is blank to JSON Schema's ``\s`` though not to str.strip: the OpenAPI
-    # document's pattern and this check must agree on what a blank query is.
-    if not text or all(c == "\ufeff" or c.isspace() for c in text):
-        raise EmptyQuery()
-    if len(query) > MAX_QUERY_CHARS:
-        raise QueryError(
-            "query", f"is {len(query)} characters; the limit is {MAX_QUERY_CHARS}, shorten it"
-        )
-    return text
 
 
 class HybridSearcher:
@@ -255,7 +223,7 @@ class HybridSearcher:
             embedded.append(vecs)
             timings["embed_ms"] = (time.perf_counter() - t0) * 1000
             t0 = time.perf_counter()
-            found = self.store.nearest_many(vecs, limit=n, filters=filters)
+            found = self.store.nearest_many(vecs, limit=n, filters=filters, state=state)
             timings["vector_ms"] = (time.perf_counter() - t0) * 1000
             return found
 
@@ -264,14 +232,14 @@ class HybridSearcher:
             pending = self._legs.submit(vector_leg)
         if mode in (SearchMode.BM25, SearchMode.HYBRID):
             t0 = time.perf_counter()
-            lexical = self._lexical(tokens, n, limit, filters)
+            lexical = self._lexical(tokens, n, limit, filters, state)
             timings["lexical_ms"] = (time.perf_counter() - t0) * 1000
         if pending is not None:
             runs = pending.result()
         elif mode in (SearchMode.VECTOR, SearchMode.HYBRID):
             runs = vector_leg()
         vector = best_of_intents(runs, n)
-        fused = self._fuse(mode, tokens, lexical, vector, state.tools)
+        fused = fuse_legs(cfg, mode, tokens, lexical, vector, state.tools)
         chances: dict[str, float] | None = None
         if mode is SearchMode.HYBRID and cfg.learned_ranker and self.ranker is not None and fused:
             t0 = time.perf_counter()
@@ -283,7 +251,16 @@ class HybridSearcher:
         if mode is not SearchMode.BM25 and cfg.intent_fusion and len(runs) > 1:
             fused = spread_intents(fused, intent_owners(runs), len(runs), places or limit)
         fused = self._boost_exact_name(text, fused)
-        return self._calibrated(mode, fused[:limit], lexical, vector, state.tools, chances)
+        return scored_hits(
+            self.calibration,
+            mode,
+            fused[:limit],
+            lexical,
+            vector,
+            tools=state.tools,
+            crowd=cfg.candidates,
+            chances=chances,
+        )
 
     def legs(self, query: str) -> tuple[Legs, list[str]]:
         """The legs of a hybrid search for ``query`` (no filters) and its analysed tokens, as
@@ -295,11 +272,12 @@ class HybridSearcher:
         text = check_query(query)
         n = self.config.candidates
         tokens = query_tokens(text)
-        tools = self.store.state().tools
-        lexical = self._lexical(tokens, n, n, None)
-        runs = self.store.nearest_many(self.embed_query(text), limit=n, filters=None)
+        state = self.store.state()
+        tools = state.tools
+        lexical = self._lexical(tokens, n, n, None, state)
+        runs = self.store.nearest_many(self.embed_query(text), limit=n, state=state)
         vector = best_of_intents(runs, n)
-        fused = self._fuse(SearchMode.HYBRID, tokens, lexical, vector, tools)
+        fused = fuse_legs(self.config, SearchMode.HYBRID, tokens, lexical, vector, tools)
         return Legs(lexical, vector, fused, len(runs), tools), tokens
 
     def candidate_features(
@@ -317,104 +295,15 @@ class HybridSearcher:
         return rerank(ranker, legs, ids, x)
 
     def _lexical(
-        self, tokens: list[str], n: int, limit: int, filters: Filters | None
+        self, tokens: list[str], n: int, limit: int, filters: Filters | None, state: IndexState
     ) -> list[Scored]:
         if not tokens:
             return []
         depth = max(min(self.config.lexical_candidates, n), limit)
+        weights = self.config.field_weights
         return self.store.lexical(
-            tokens, limit=depth, filters=filters, weights=self.config.field_weights
+            tokens, limit=depth, filters=filters, weights=weights, state=state
         )
-
-    def _calibrated(
-        self,
-        mode: SearchMode,
-        top: list[Scored],
-        lexical: list[Scored],
-        vector: list[Scored],
-        tools: int,
-        chances: dict[str, float] | None = None,
-    ) -> list[tuple[Ranked, Evidence]]:
-        """Each hit's evidence and calibrated score (``chances``: the ranker's probabilities,
-        which then are the scores). A hit never scores above the one ranked before it, so the
-        scores and the order tell one story."""
-        lex_rank = {h.id: r for r, h in enumerate(lexical, 1)}
-        vec_rank = {h.id: r for r, h in enumerate(vector, 1)}
-        lex_score = {h.id: h.score for h in lexical}
-        cos = {h.id: h.score for h in vector}
-        floor_cos = vector[-1].score if vector else 0.0
-        # Over the configured number of candidates, whatever the limit.
-        crowd = vector[: self.config.candidates]
-        median = float(np.median([h.score for h in crowd])) if crowd else 0.0
-        idf = math.log(tools + 1.0)
-        # Relative to the request's best hit in every mode (a vector run holds raw cosines).
-        best = max((h.score for h in top), default=0.0)
-        scale = 1.0 / best if mode is SearchMode.VECTOR and best > 0 else 1.0
-        evidence: list[Evidence] = []
-        for hit in top:
-            c = cos.get(hit.id, floor_cos)
-            evidence.append(
-                Evidence(
-                    cosine=c if mode is not SearchMode.BM25 else None,
-                    standout=c - median if mode is not SearchMode.BM25 else None,
-                    lexical=(
-                        lex_score.get(hit.id, 0.0) / idf if mode is not SearchMode.VECTOR else None
-                    ),
-                    relative=min(1.0, max(0.0, hit.score * scale)),
-                )
-            )
-        # How likely it is that any tool serves the request: from the legs as they came back,
-        # whatever the fusion or the ranker put first.
-        request = request_evidence(lexical, vector, tools)
-        answerable = self.calibration.answerable(mode.value, request) if request else 0.0
-        out: list[tuple[Ranked, Evidence]] = []
-        ceiling = 1.0
-        for hit, ev in zip(top, evidence, strict=True):
-            chance = (
-                chances.get(hit.id, 0.0)
-                if chances is not None
-                else self.calibration.probability(mode.value, ev, answerable)
-            )
-            ceiling = min(ceiling, chance)
-            ranked = Ranked(hit.id, ceiling, lex_rank.get(hit.id), vec_rank.get(hit.id), answerable)
-            out.append((ranked, ev))
-        return out
-
-    def _fuse(
-        self,
-        mode: SearchMode,
-        tokens: list[str],
-        lexical: list[Scored],
-        vector: list[Scored],
-        tools: int,
-    ) -> list[Scored]:
-        cfg = self.config
-        if mode is SearchMode.BM25:
-            return fuse_scores([lexical], weights=[1.0])
-        if mode is SearchMode.VECTOR:
-            return [Scored(h.id, max(0.0, h.score)) for h in vector]
-        if cfg.fusion == "rrf":
-            return fuse_rrf(
-                [lexical, vector], k=cfg.rrf_k, weights=[cfg.lexical_weight, cfg.vector_weight]
-            )
-        lw = cfg.lexical_weight
-        if cfg.fusion == "adaptive":
-            lw = lw * self._lexical_confidence(tokens, lexical, tools)
-        fused = fuse_scores(
-            [lexical, vector],
-            weights=[lw, cfg.vector_weight],
-            floors=[0.0, cfg.vector_floor],
-        )
-        return fused
-
-    def _lexical_confidence(self, tokens: list[str], lexical: list[Scored], tools: int) -> float:
-        """0..1: logistic in the best BM25 score measured in units of the largest IDF."""
-        if not lexical or not tokens:
-            return 0.0
-        evidence = lexical[0].score / math.log(tools + 1.0)
-        cfg = self.config
-        z = (evidence - cfg.evidence_midpoint) / max(cfg.evidence_slope, 1e-6)
-        return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
 
     def _boost_exact_name(self, text: str, fused: list[Scored]) -> list[Scored]:
         """A query that *is* a tool's name (any spelling: ``create-issue``, ``createIssue``)

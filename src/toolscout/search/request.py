@@ -1,7 +1,8 @@
 """Validation of a search request: every field checked, the error naming the field and the fix.
 
 One function for every door (Python, REST, MCP, CLI, console): :func:`validate`, run once per
-search by ``SearchService.lookup``; the stages after it take its typed values as they are.
+search by ``SearchService.lookup``; the stages after it take its typed values as they are
+(:func:`check_query` is its query check, for callers that take a bare query).
 Doors that receive names as text parse them with :func:`parse_strategy`, :func:`parse_mode` and
 :func:`parse_item_type`.
 """
@@ -13,10 +14,11 @@ from dataclasses import replace
 from enum import StrEnum
 from typing import TypeVar
 
-from toolscout.errors import QueryError
+from toolscout.errors import EmptyQuery, QueryError
 from toolscout.models import ItemType, SearchMode, SearchRequest, Strategy
-from toolscout.search.hybrid import check_query
 
+#: Longest query accepted, in characters.
+MAX_QUERY_CHARS = 1000
 MAX_LIMIT = 50
 MAX_SKILL_LIMIT = 20
 
@@ -54,6 +56,26 @@ def validate(request: SearchRequest) -> SearchRequest:
         servers=tuple(request.servers) if request.servers is not None else None,
         sources=tuple(request.sources) if request.sources is not None else None,
     )
+
+
+def check_query(query: str) -> str:
+    """Validate and strip a query.
+
+    Raises:
+        QueryError: empty, or longer than MAX_QUERY_CHARS.
+    """
+    if not isinstance(query, str):
+        raise QueryError("query", "must be a string")
+    text = query.strip()
+    # A byte-order mark is blank to JSON Schema's ``\s`` though not to str.strip: the OpenAPI
+    # document's pattern and this check must agree on what a blank query is.
+    if not text or all(c == "\ufeff" or c.isspace() for c in text):
+        raise EmptyQuery()
+    if len(query) > MAX_QUERY_CHARS:
+        raise QueryError(
+            "query", f"is {len(query)} characters; the limit is {MAX_QUERY_CHARS}, shorten it"
+        )
+    return text
 
 
 E = TypeVar("E", bound=StrEnum)

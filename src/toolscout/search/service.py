@@ -102,7 +102,7 @@ class SearchService:
         )
         hs = self.hierarchical
         vectors = hs.searcher.embed_query(req.query)
-        return hs.match_skills(vectors, self.store.state(), limit=limit, threshold=threshold)
+        return hs.stage1.match(vectors, self.store.state(), limit=limit, threshold=threshold)
 
     def search_in_skills(
         self,

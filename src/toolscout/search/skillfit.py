@@ -11,7 +11,7 @@ Both maps are logistic models over features of cosine similarities:
 * **classifier** (``skills/classify.py``): a tool against each skill's profile vector - ``sim``
   and ``margin`` (``sim`` minus the best ``sim`` of the other skills); with ``keep_floor``, the
   confidence a tool's second and third skills need;
-* **stage 1** (``search/hierarchical.py``): a request against each skill - ``sim`` and
+* **stage 1** (``search/skillstage.py``): a request against each skill - ``sim`` and
   ``margin`` against the skill's vector (the centroid of its tools), and what the request's
   ``near_depth`` nearest tools say about the skill: ``near`` (the best cosine of one of its
   tools among them, or of the skill's own vector when that is closer; the last neighbour's

@@ -324,8 +324,12 @@ class SearchLegs(Protocol):
         limit: int,
         filters: Filters | None = None,
         weights: Sequence[float] | None = None,
+        state: IndexState | None = None,
     ) -> list[Scored]:
-        """BM25 over the analysed fields (OR of tokens), best first; scores > 0."""
+        """BM25 over the analysed fields (OR of tokens), best first; scores > 0. ``state``:
+        what the search read of the index (:meth:`state`); a leg that follows the rows in
+        memory takes its version as the freshness it must reach instead of reading it again
+        (None: the leg reads it)."""
         ...
 
     def nearest(
@@ -335,9 +339,15 @@ class SearchLegs(Protocol):
         ...
 
     def nearest_many(
-        self, vectors: NDArray[np.float32], *, limit: int, filters: Filters | None = None
+        self,
+        vectors: NDArray[np.float32],
+        *,
+        limit: int,
+        filters: Filters | None = None,
+        state: IndexState | None = None,
     ) -> list[list[Scored]]:
-        """``nearest`` for each row of ``vectors`` (one query's clauses), filters applied once."""
+        """``nearest`` for each row of ``vectors`` (one query's clauses), filters applied once.
+        ``state``: as for :meth:`lexical` (its tool count may also spare a count)."""
         ...
 
     def count(self, filters: Filters | None = None, *, at: Hashable | None = None) -> int:
@@ -347,15 +357,11 @@ class SearchLegs(Protocol):
 
     def state(self) -> IndexState:
         """The data version and the tool count, read together (one round trip on a server).
+        The version changes whenever anything in the index changes (a write from any
+        process); every cache of index data keys on it (results, counts, stage 1's skill
+        index, the legs' copies), and one place per store moves it: its write transaction.
 
         Raises: StoreError."""
-        ...
-
-    def data_version(self) -> Hashable | None:
-        """A cheap token that changes whenever anything in the index changes (a write from
-        any process), or None when the store cannot tell cheaply. Every cache of index data
-        keys on it (results, counts, stage 1's skill index, vector mirrors), and one place per
-        store moves it: its write transaction."""
         ...
 
 

@@ -341,8 +341,10 @@ class PostgresStore(SQLStore):
         limit: int,
         filters: Filters | None = None,
         weights: Sequence[float] | None = None,
+        state: IndexState | None = None,
     ) -> list[Scored]:
-        """Raises: ValueError (weights of the wrong length), StoreError."""
+        """``state`` is not needed: the leg checks its posting-list copies inside the read
+        snapshot it scores in. Raises: ValueError (weights of the wrong length), StoreError."""
         return self.lexical_leg.lexical(tokens, limit=limit, filters=filters, weights=weights)
 
     def nearest(
@@ -352,10 +354,15 @@ class PostgresStore(SQLStore):
         return self.vector_leg.nearest(vector, limit=limit, filters=filters)
 
     def nearest_many(
-        self, vectors: NDArray[np.float32], *, limit: int, filters: Filters | None = None
+        self,
+        vectors: NDArray[np.float32],
+        *,
+        limit: int,
+        filters: Filters | None = None,
+        state: IndexState | None = None,
     ) -> list[list[Scored]]:
         """Raises: StoreError (wrong dimension, PostgreSQL failure)."""
-        return self.vector_leg.nearest_many(vectors, limit=limit, filters=filters)
+        return self.vector_leg.nearest_many(vectors, limit=limit, filters=filters, state=state)
 
     def vectors(self, ids: Sequence[str]) -> dict[str, NDArray[np.float32]]:
         """Raises: StoreError."""
@@ -365,12 +372,6 @@ class PostgresStore(SQLStore):
         """Raises: StoreError."""
         row = self.database.query("SELECT version, live_rows FROM lexical_stats")[0]
         return IndexState(int(row[0]), int(row[1]))
-
-    def data_version(self) -> Hashable | None:
-        """The write counter every write transaction bumps (shared by all processes).
-
-        Raises: StoreError."""
-        return self.database.version()
 
     def close(self) -> None:
         """Stop preloading postings, close the connection pool (and the Qdrant client)."""

@@ -282,9 +282,11 @@ class SQLiteStore(SQLStore):
         limit: int,
         filters: Filters | None = None,
         weights: Sequence[float] | None = None,
+        state: IndexState | None = None,
     ) -> list[Scored]:
         """Raises: ValueError (weights of the wrong length), StoreError."""
-        return self.lex.lexical(tokens, limit=limit, filters=filters, weights=weights)
+        at = state.version if state is not None else None
+        return self.lex.lexical(tokens, limit=limit, filters=filters, weights=weights, at=at)
 
     def nearest(
         self, vector: NDArray[np.float32], *, limit: int, filters: Filters | None = None
@@ -294,18 +296,20 @@ class SQLiteStore(SQLStore):
         return self.ann.nearest_many(rows, limit=limit, filters=filters)[0]
 
     def nearest_many(
-        self, vectors: NDArray[np.float32], *, limit: int, filters: Filters | None = None
+        self,
+        vectors: NDArray[np.float32],
+        *,
+        limit: int,
+        filters: Filters | None = None,
+        state: IndexState | None = None,
     ) -> list[list[Scored]]:
         """Raises: StoreError."""
-        return self.ann.nearest_many(vectors, limit=limit, filters=filters)
+        at = state.version if state is not None else None
+        return self.ann.nearest_many(vectors, limit=limit, filters=filters, at=at)
 
     def vectors(self, ids: Sequence[str]) -> dict[str, NDArray[np.float32]]:
         """Raises: StoreError."""
         return self.vector_leg.vectors(ids)
-
-    def data_version(self) -> Hashable | None:
-        """Changes with every write to the file, from any process. Raises: StoreError."""
-        return self.database.version()
 
     def close(self) -> None:
         self.lex.close()

@@ -3,7 +3,8 @@
 Vectors are stored durably in a sqlite-vec ``vec0`` table. Exact cosine search is answered
 from an in-process float32 matrix mirrored from that table: a numpy mat-vec over 10k x 384
 takes ~1 ms where vec0's brute-force scan takes ~5 ms (docs/BENCHMARKS.md). The mirror is
-keyed on the store's data version, so other processes' writes are seen on the next query.
+keyed on the store's data version (the one the search read), so other processes' writes are
+seen on the next query.
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ class VectorMirror:
         self._rowids: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self._matrix: NDArray[np.float32] = np.zeros((0, 0), dtype=np.float32)
 
-    def _refresh(self) -> None:
-        key = self.db.version()
+    def _refresh(self, at: Hashable | None) -> None:
+        key = at if at is not None else self.db.version()
         if key == self._key:
             return
         rows = self.db.conn.execute(
@@ -56,9 +57,15 @@ class VectorMirror:
             self._matrix = np.zeros((0, 0), dtype=np.float32)
 
     def nearest_many(
-        self, vectors: NDArray[np.float32], *, limit: int, filters: Filters | None = None
+        self,
+        vectors: NDArray[np.float32],
+        *,
+        limit: int,
+        filters: Filters | None = None,
+        at: Hashable | None = None,
     ) -> list[list[Scored]]:
-        """One matrix product for all rows; the filter's SQL runs once, as a mask.
+        """One matrix product for all rows; the filter's SQL runs once, as a mask. ``at``: the
+        data version the search read (None: read it here); the mirror reloads when it moved.
 
         Raises: StoreError."""
         queries = np.asarray(vectors, dtype=np.float32)
@@ -66,7 +73,7 @@ class VectorMirror:
             return [[] for _ in queries]
         with self.db.lock:
             try:
-                self._refresh()
+                self._refresh(at)
             except sqlean.Error as exc:
                 raise StoreError(f"cannot read vectors from {self.db.path}: {exc}") from exc
             matrix, ids, rowids = self._matrix, self._ids, self._rowids

@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from toolscout.models import Filters, Scored
+from toolscout.store.base import IndexState
 from toolscout.store.postgres.conn import Conn
 
 
@@ -54,9 +55,15 @@ class VectorLeg(Protocol):
         ...
 
     def nearest_many(
-        self, vectors: NDArray[np.float32], *, limit: int, filters: Filters | None = None
+        self,
+        vectors: NDArray[np.float32],
+        *,
+        limit: int,
+        filters: Filters | None = None,
+        state: IndexState | None = None,
     ) -> list[list[Scored]]:
-        """``nearest`` for each row. Raises: StoreError."""
+        """``nearest`` for each row; ``state``: what the search read of the index (a leg may
+        take the tool count from it instead of asking). Raises: StoreError."""
         ...
 
     def vectors(self, ids: Sequence[str]) -> dict[str, NDArray[np.float32]]:

@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 
 from toolscout.errors import StoreError
 from toolscout.models import Filters, Scored
-from toolscout.store.base import IndexIdentity
+from toolscout.store.base import IndexIdentity, IndexState
 from toolscout.store.postgres.conn import Conn, sql_errors, where_sql
 from toolscout.store.postgres.database import PostgresDatabase
 
@@ -114,11 +114,12 @@ class PgVectorLeg:
                     )
                 )
 
-    def _scan_plan(self, cond: str, params: list[Any]) -> tuple[bool, int]:
+    def _scan_plan(self, cond: str, params: list[Any], live: int | None) -> tuple[bool, int]:
         """Whether few enough rows pass the filters for an exact scan to be cheap, and how
-        many tools the graph holds."""
+        many tools the graph holds (``live``: as the search read it; None: ask)."""
         cap = self._target.exact_below
-        live = int(self._query("SELECT live_rows FROM lexical_stats")[0][0])
+        if live is None:
+            live = int(self._query("SELECT live_rows FROM lexical_stats")[0][0])
         if cond == "true":
             return live <= cap, live
         rows = self._query(
@@ -141,10 +142,16 @@ class PgVectorLeg:
         return self.nearest_many(np.asarray(vector)[None, :], limit=limit, filters=filters)[0]
 
     def nearest_many(
-        self, vectors: NDArray[np.float32], *, limit: int, filters: Filters | None = None
+        self,
+        vectors: NDArray[np.float32],
+        *,
+        limit: int,
+        filters: Filters | None = None,
+        state: IndexState | None = None,
     ) -> list[list[Scored]]:
         """``nearest`` for each row (one query's clauses): the scan-or-index decision and the
-        session settings are made once, and every row runs on one connection.
+        session settings are made once (from ``state``'s tool count when given), and every
+        row runs on one connection.
 
         Raises: StoreError (wrong dimension, PostgreSQL failure)."""
         queries = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
@@ -154,7 +161,7 @@ class PgVectorLeg:
         if queries.shape[1] != dim:
             raise StoreError(f"query vector has dimension {queries.shape[1]}, index wants {dim}")
         cond, params = where_sql(filters)
-        exact, live = self._scan_plan(cond, params)
+        exact, live = self._scan_plan(cond, params, state.tools if state is not None else None)
         if exact:
             # A second sort key keeps the planner off the HNSW index: an exact scan.
             statement = (

@@ -6,10 +6,11 @@ SQLite rows, never the source of truth:
 
 - **One write path.** Writes touch SQLite only. Triggers append every changed tool's rowid to
   the ``tools_changes`` log in the same transaction, so a commit is all-or-nothing for both.
-- **Caught up before it answers.** When the file's data version moves, the leg compares the
-  shard's recorded log position (``state.json``) with the log and replays the changed rows
-  (reading their committed state, so a replay is idempotent). A crash between a commit and the
-  shard write only leaves the shard behind; the next search replays the gap.
+- **Caught up before it answers.** When the file's data version moves (the version the
+  search read once for all its stages, handed down to the leg), the leg compares the shard's
+  recorded log position (``state.json``) with the log and replays the changed rows (reading
+  their committed state, so a replay is idempotent). A crash between a commit and the shard
+  write only leaves the shard behind; the next search replays the gap.
 - **Rebuilt when it cannot be trusted**: missing or damaged, of another epoch (the file was
   reset or swapped), another dimension or graph, or behind a pruned part of the log. Small
   indexes are rebuilt inline; large ones in a child process (building a graph holds the
@@ -29,6 +30,7 @@ import subprocess
 import sys
 import threading
 import uuid
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
@@ -85,18 +87,23 @@ class AnnVectorLeg:
 
     # -- answering ----------------------------------------------------------------------------
     def nearest_many(
-        self, vectors: NDArray[np.float32], *, limit: int, filters: Filters | None = None
+        self,
+        vectors: NDArray[np.float32],
+        *,
+        limit: int,
+        filters: Filters | None = None,
+        at: Hashable | None = None,
     ) -> list[list[Scored]]:
-        """Raises: StoreError."""
+        """``at``: the data version the search read (None: read it here). Raises: StoreError."""
         with self._lock:
-            index = self.current() if self.enabled else None
+            index = self.current(at) if self.enabled else None
             if index is not None:
                 try:
                     return index.nearest_many(vectors, limit=limit, filters=filters)
                 except StoreError as exc:
                     log.warning("vector shard failed (%s); rebuilding it from the rows", exc)
                     self._discard(remove=True)
-        return self.exact.nearest_many(vectors, limit=limit, filters=filters)
+        return self.exact.nearest_many(vectors, limit=limit, filters=filters, at=at)
 
     def written(self) -> None:
         """After a commit of this process: bring an open shard up to it now, so the write's
@@ -105,14 +112,15 @@ class AnnVectorLeg:
             if self._index is not None:
                 self.current()
 
-    def current(self) -> EdgeIndex | None:
-        """The shard, caught up with the committed rows, or None while the exact leg answers.
+    def current(self, at: Hashable | None = None) -> EdgeIndex | None:
+        """The shard, caught up with the committed rows as of data version ``at`` (None: the
+        version now), or None while the exact leg answers.
 
         Raises: StoreError when the SQLite file cannot be read."""
         with self._lock:
             if self._closed or self.db.read_only or self.exact.dim is None:
                 return None
-            key = self.db.version()
+            key = at if at is not None else self.db.version()
             if key != self._key:
                 try:
                     self._refresh()

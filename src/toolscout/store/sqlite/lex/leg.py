@@ -10,11 +10,14 @@ truth, and it lives only in the process's memory:
   same transaction; the triggers of the ``tools_changes`` log (the HNSW leg's) record the
   row. A commit is all-or-nothing for the tool, its FTS5 row, its terms and the log entry, and
   a crash loses only memory: the next process loads the index from committed rows.
-- **Caught up before it answers.** When the file's data version moves, the leg reads, in one
-  read transaction, the log entries past its position, the changed rows' committed terms and
+- **Caught up before it answers.** When the file's data version moves (the version the
+  search read once for all its stages, handed down to the leg), the leg reads, in one read
+  transaction, the log entries past its position, the changed rows' committed terms and
   FTS5's totals, and applies them (idempotently). Another process's writes are followed the
   same way; a log gap (pruned past the leg's position), another epoch (a reset or swapped
-  file), other field weights or a large delta make it load again from the rows.
+  file), other field weights or a large delta make it load again from the rows. A version
+  read before the leg's last catch-up only costs another, empty, catch-up: the rows the leg
+  reads are never older than the version it was given.
 - **FTS5 answers** below ``min_tools`` tools, while an index of more than ``INLINE_LOAD``
   tools loads (on a thread of its own), while tools written before the terms table existed lack
   their terms (``toolscout index --rebuild`` writes them), and for a query token FTS5 would
@@ -26,7 +29,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import sqlean
@@ -88,13 +91,16 @@ class LexicalLeg:
         limit: int,
         filters: Filters | None = None,
         weights: Sequence[float] | None = None,
+        at: Hashable | None = None,
     ) -> list[Scored]:
-        """Raises: ValueError (weights of the wrong length), StoreError."""
+        """``at``: the data version the search read (None: read it here).
+
+        Raises: ValueError (weights of the wrong length), StoreError."""
         terms = _single_terms(tokens)
         if terms is not None and self.enabled:
             w = tuple(float(x) for x in weights) if weights is not None else None
             with self._lock:
-                index = self.current(w)
+                index = self.current(w, at)
                 if index is not None:
                     allowed = self._allowed(index, filters)
                     return index.top(terms, limit, allowed)
@@ -114,14 +120,17 @@ class LexicalLeg:
             if self._index is not None and self._weights is not None:
                 self.current(self._weights)
 
-    def current(self, weights: tuple[float, ...] | None) -> PostingIndex | None:
+    def current(
+        self, weights: tuple[float, ...] | None, at: Hashable | None = None
+    ) -> PostingIndex | None:
         """The posting index for ``weights`` (None: every field 1.0), caught up with the
-        committed rows; None while FTS5 answers. Raises: StoreError."""
+        committed rows as of data version ``at`` (None: the version now); None while FTS5
+        answers. Raises: StoreError."""
         w = weights if weights is not None else (1.0,) * len(LEXICAL_FIELDS)
         if len(w) != len(LEXICAL_FIELDS):
             raise ValueError(f"weights must have {len(LEXICAL_FIELDS)} entries")
         with self._lock:
-            key = self.db.version()
+            key = at if at is not None else self.db.version()
             if key != self._key or w != self._weights:
                 try:
                     self._refresh(w)

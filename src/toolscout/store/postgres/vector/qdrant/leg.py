@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 
 from toolscout.errors import StoreError
 from toolscout.models import Filters, Scored
-from toolscout.store.base import IndexIdentity
+from toolscout.store.base import IndexIdentity, IndexState
 from toolscout.store.edgefilter import admits_nothing
 from toolscout.store.postgres.conn import Conn
 from toolscout.store.postgres.database import PostgresDatabase
@@ -276,9 +276,16 @@ class QdrantVectorLeg:
         return self.nearest_many(np.asarray(vector)[None, :], limit=limit, filters=filters)[0]
 
     def nearest_many(
-        self, vectors: NDArray[np.float32], *, limit: int, filters: Filters | None = None
+        self,
+        vectors: NDArray[np.float32],
+        *,
+        limit: int,
+        filters: Filters | None = None,
+        state: IndexState | None = None,
     ) -> list[list[Scored]]:
-        """One batched query for all rows (one request's clauses). Raises: StoreError."""
+        """One batched query for all rows (one request's clauses); ``state`` is not needed.
+
+        Raises: StoreError."""
         queries = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
         dim = self.bound_dim()
         if dim is None or limit <= 0 or admits_nothing(filters):

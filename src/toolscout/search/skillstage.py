@@ -1,0 +1,148 @@
+"""Stage 1 of the two-stage search: the active skills scored against a request.
+
+Skill score: a logistic model (``search/skillfit.py``) of how close the request is to the
+skill's vector - the centroid of its tools, or for a skill without tools the embedding of its own
+description; best over the query rows (whole query, then each clause of a multi-request query) -
+and of what the request's nearest tools say: whether one of them belongs to the skill, how close
+it is, and how many of them do. Its constants are fitted for the default embedding model on the
+training requests of ``data/natural`` and kept in ``calibration.json`` with that model's hash
+(``python bench/fit/skill_scores.py --write``); the default threshold 0.4 was set so that the
+matched skills hold the request's tool (docs/BENCHMARKS.md §3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from toolscout.embed.base import Embedder
+from toolscout.models import Skill, SkillMatch
+from toolscout.search.skillfit import SkillFit, packaged_skill_fit
+from toolscout.store.base import IndexState, Store
+
+Vectors = NDArray[np.float32]
+Memberships = Mapping[str, Sequence[tuple[str, float]]]
+
+
+def stage1_features(
+    sims: NDArray[np.float32],
+    neighbours: Sequence[tuple[str, float]],
+    memberships: Memberships,
+    position: Mapping[str, int],
+) -> NDArray[np.float64]:
+    """One row of ``skillfit.STAGE1_FEATURES`` per skill: ``sims`` (the request's best cosine
+    to each skill's vector), ``neighbours`` (the request's nearest tools and cosines, best
+    first), ``memberships`` (tool id -> (skill id, confidence)), ``position`` (skill id -> row)."""
+    s = sims.astype(np.float64)
+    n = len(s)
+    if n < 2:
+        margin = s.copy()
+    else:
+        first, second = np.sort(s)[-1], np.sort(s)[-2]
+        margin = s - np.where(s >= first, second, first)
+    floor = neighbours[-1][1] if neighbours else 0.0
+    top = neighbours[0][1] if neighbours else 0.0
+    near = np.full(n, floor, dtype=np.float64)
+    votes = np.zeros(n, dtype=np.float64)
+    for rank, (tool_id, cosine) in enumerate(neighbours, 1):
+        for skill_id, confidence in memberships.get(tool_id, ()):
+            row = position.get(skill_id)
+            if row is not None:
+                near[row] = max(near[row], cosine)
+                votes[row] += confidence / rank
+    # The skill's own vector counts as one of its tools: a skill whose tools are all far (or
+    # that has none yet) still stands out when its description fits the request.
+    near = np.maximum(near, s)
+    return np.stack([s, margin, near, near - top, votes], axis=1)
+
+
+@dataclass(frozen=True)
+class SkillIndex:
+    """Active skills and the vectors stage 1 compares queries with (one row per skill)."""
+
+    skills: tuple[Skill, ...]
+    counts: dict[str, int]
+    matrix: Vectors
+
+    @property
+    def position(self) -> dict[str, int]:
+        return {s.id: i for i, s in enumerate(self.skills)}
+
+
+class SkillStage:
+    """Scores the active skills of a store against a request's vectors; the skills and their
+    vectors are read once per data version."""
+
+    def __init__(self, store: Store, embedder: Embedder, fit: SkillFit | None = None) -> None:
+        self.store = store
+        #: The vectors' dimension (an index without skill vectors is an empty matrix of it).
+        self.dim = embedder.dim
+        #: The fitted constants (the packaged ones unless given).
+        self.fit = fit if fit is not None else packaged_skill_fit()
+        #: ``"fitted"``, or why skill scores are approximate (warned once at start).
+        self.fit_status = self.fit.check(embedder)
+        self._index: tuple[Hashable | None, SkillIndex] | None = None
+
+    def index(self, version: Hashable | None) -> SkillIndex:
+        """The active skills with their vectors, cached until the store's data version (read
+        by the caller) moves."""
+        if version is not None and self._index is not None and self._index[0] == version:
+            return self._index[1]
+        centroids = self.store.skills.skill_vectors()
+        profiles = self.store.skills.skill_profiles()
+        counts = self.store.skills.skill_tool_counts()
+        rows: list[Vectors] = []
+        skills: list[Skill] = []
+        for skill in self.store.skills.list_skills(include_inactive=False):
+            vec = centroids.get(skill.id)
+            if vec is None and skill.id in profiles:
+                vec = profiles[skill.id][1]
+            if vec is not None:
+                skills.append(skill)
+                rows.append(vec)
+        matrix = np.stack(rows) if rows else np.zeros((0, self.dim), dtype=np.float32)
+        index = SkillIndex(tuple(skills), counts, matrix)
+        self._index = (version, index)
+        return index
+
+    def features(
+        self, vectors: Vectors, state: IndexState
+    ) -> tuple[SkillIndex, NDArray[np.float64]]:
+        """The active skills and one row of stage-1 features per skill for ``vectors``, at
+        index ``state``."""
+        index = self.index(state.version)
+        if not index.skills:
+            return index, np.zeros((0, len(self.fit.stage1.features)))
+        sims = (vectors @ index.matrix.T).max(axis=0)
+        best: dict[str, float] = {}
+        for row in self.store.nearest_many(vectors, limit=self.fit.near_depth, state=state):
+            for hit in row:
+                best[hit.id] = max(best.get(hit.id, -1.0), hit.score)
+        neighbours = sorted(best.items(), key=lambda p: (-p[1], p[0]))[: self.fit.near_depth]
+        assigned = self.store.skills.assignments([tool_id for tool_id, _ in neighbours])
+        memberships = {
+            tool_id: [(a.skill_id, a.confidence) for a in rows]
+            for tool_id, rows in assigned.items()
+        }
+        return index, stage1_features(sims, neighbours, memberships, index.position)
+
+    def match(
+        self, vectors: Vectors, state: IndexState, *, limit: int, threshold: float
+    ) -> list[SkillMatch]:
+        """Active skills scoring at least ``threshold``, best first (ties by id)."""
+        index, rows = self.features(vectors, state)
+        if not index.skills:
+            return []
+        scores = self.fit.stage1(rows)
+        ranked = sorted(
+            ((float(scores[i]), s) for i, s in enumerate(index.skills)),
+            key=lambda p: (-p[0], p[1].id),
+        )
+        return [
+            SkillMatch(s, round(score, 6), index.counts.get(s.id, 0))
+            for score, s in ranked[:limit]
+            if score >= threshold
+        ]
