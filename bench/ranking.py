@@ -7,6 +7,8 @@ Systems, all on toolscout's active embedding model, one index per set:
 * ``default`` — ``Engine.search`` (the public API, hybrid mode);
 * ``learned`` — the same legs re-scored by the learned ranker (search/rank.py; ``--ranker DIR``
   measures a refit instead of the packaged one);
+* ``candidate`` — with ``--candidate DIR``: a refit that also reads extra features
+  (bench/fit/ranker.py ``--extra``, bench/fit/peer_view.py), compared like ``learned``;
 * ``fixed_fusion`` — the same legs in the hand-set adaptive fusion's order, no learned ranker;
 * ``cosine`` — cosine over the peer text ``name + split name + server + category + description
   + parameter names and descriptions`` (bench/quality.py ``peer_text``), whole request;
@@ -39,6 +41,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent / "fit"))
+
+from peer_view import PeerSearcher, build_views, load_extended
 
 from natural import ROOT, SHARED, Dataset, Ranker, Request, datasets, load_requests, open_index
 from quality import peers
@@ -68,6 +73,7 @@ def systems(
     tools: list[Tool],
     scores: dict[str, dict[str, list[float]]],
     ranker: Learned | None,
+    candidate: Path | None = None,
 ) -> dict[str, Ranker]:
     """Every system of the module docstring, keyed by name (``default`` first); ``scores``
     receives the default's and the learned ranker's hit scores per request text."""
@@ -108,7 +114,29 @@ def systems(
     }
     if ranker is None:
         del out["learned"]
+    if candidate is not None:
+        out["candidate"] = candidate_system(engine, tools, scores, candidate)
     return out
+
+
+def candidate_system(
+    engine: Engine, tools: list[Tool], scores: dict[str, dict[str, list[float]]], folder: Path
+) -> Ranker:
+    """The refit in ``folder`` re-scoring the legs with its extra features."""
+    model, groups = load_extended(folder)
+    config = replace(engine.searcher.config, learned_ranker=True)
+    searcher = PeerSearcher(engine.store, engine.embedder, config, ranker=model)
+    searcher.views = build_views(
+        tools, engine.embedder, ROOT / "bench" / "out" / "ranking" / "legs"
+    )
+    searcher.groups = groups
+
+    def rank(q: str) -> list[str]:
+        hits = searcher.search(q, limit=10)
+        scores["candidate"][q] = [h.score for h in hits]
+        return [h.id for h in hits]
+
+    return rank
 
 
 def compare(rows: dict[str, list[dict[str, float]]], me: str) -> dict[str, dict[str, Any]]:
@@ -165,13 +193,14 @@ def run_set(
     db_dir: Path,
     ranker: Path | None = None,
     only: list[str] | None = None,
+    candidate: Path | None = None,
 ) -> dict[str, Any]:
     engine, tools = open_index(db_dir / f"{ds.name}.db", ds.tools, ds.name)
-    scores: dict[str, dict[str, list[float]]] = {"default": {}, "learned": {}}
+    scores: dict[str, dict[str, list[float]]] = {"default": {}, "learned": {}, "candidate": {}}
     wanted = not only or "learned" in only
-    ranked = systems(engine, tools, scores, load_ranker(ranker) if wanted else None)
+    ranked = systems(engine, tools, scores, load_ranker(ranker) if wanted else None, candidate)
     if only:
-        ranked = {k: v for k, v in ranked.items() if k == "default" or k in only}
+        ranked = {k: v for k, v in ranked.items() if k in ("default", "candidate") or k in only}
     report: dict[str, Any] = {}
     for split in sorted({r.split for r in requests}):
         reqs = [r for r in requests if r.split == split]
@@ -186,9 +215,10 @@ def run_set(
             "systems": {n: {k: round(m[k], 4) for k in METRICS} for n, m in means.items()},
             "default_vs": compare(rows, "default"),
             "learned_vs": compare(rows, "learned") if "learned" in rows else {},
+            "candidate_vs": compare(rows, "candidate") if "candidate" in rows else {},
             "calibration": {
                 name: calibration(reqs, runs[name], scores[name])
-                for name in ("default", "learned")
+                for name in ("default", "learned", "candidate")
                 if name in runs
             },
         }
@@ -263,6 +293,9 @@ def main() -> int:
     )
     parser.add_argument(
         "--systems", nargs="*", default=None, help="only these systems beside `default`"
+    )
+    parser.add_argument(
+        "--candidate", type=Path, default=None, help="a refit with extra features, as `candidate`"
     )  # a refit is compared quickly with `--splits dev --systems learned --ranker DIR`
     args = parser.parse_args()
     t0 = time.perf_counter()
@@ -274,7 +307,9 @@ def main() -> int:
             continue
         reqs = [r for r in load_requests(ds, args.max_queries) if r.split in args.splits]
         if reqs:
-            report["sets"][name] = run_set(ds, reqs, args.db_dir, args.ranker, args.systems)
+            report["sets"][name] = run_set(
+                ds, reqs, args.db_dir, args.ranker, args.systems, args.candidate
+            )
     report["rescore_100_ms"] = rescore_ms(args.ranker)
     report["seconds"] = round(time.perf_counter() - t0, 1)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,7 @@
 """Fit the learned ranker (search/rank.py) and its probability calibration.
 
     python bench/fit/ranker.py [--write] [--fixed-rounds 90] [--max-train 6000] [--db-dir DIR]
+                               [--extra GROUP ... --folder DIR]
 
 Data: the ``train`` requests of ``data/natural``, each searched over its source's whole
 catalog: MetaTool's at most ``--max-train`` (an even stride) of those the packaged embedder did
@@ -21,6 +22,10 @@ command) beside search/rank.py.
 Requires ``pip install lightgbm==4.7.0`` (training only; serving reads the text model itself).
 Each request's legs are cached in ``--cache``, so changing the features needs no new searches
 (delete it after changing the legs or the model).
+
+``--extra`` adds feature groups the product does not compute (bench/fit/peer_view.py: the
+whole request's cosine, the peer text's, field-wise BM25); such a refit is written to
+``--folder`` and measured with ``bench/ranking.py --candidate DIR``.
 """
 
 from __future__ import annotations
@@ -43,11 +48,21 @@ from numpy.typing import NDArray
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from peer_view import (
+    GROUPS,
+    PeerSearcher,
+    Request,
+    ToolViews,
+    build_views,
+    extra_features,
+    extra_monotone,
+    extra_names,
+)
+
 from natural import ROOT, datasets, open_index
 from toolscout.ingest.jsonfile import CatalogFile
 from toolscout.models import Tool
 from toolscout.search.calibration import fit_logistic
-from toolscout.search.hybrid import HybridSearcher
 from toolscout.search.rank import (
     CALIBRATION_INPUTS,
     FEATURES,
@@ -108,31 +123,55 @@ def requests(source: str, split: str, cap: int) -> list[tuple[str, tuple[str, ..
 
 @dataclass(frozen=True)
 class Searched:
-    """One request's legs as the ranker sees them, its gold tools, and its source."""
+    """One request's legs as the ranker sees them, its gold tools, its source, and what the
+    extra features of peer_view.py read of it."""
 
     legs: Legs
     tokens: list[str]
     gold: tuple[str, ...]
     source: str
+    request: Request
 
 
-def collect(source: str, split: str, cap: int, db_dir: Path, cache: Path) -> list[Searched]:
-    """The legs of every request of one source's split (cached: features can change without
-    searching again)."""
-    path = cache / f"{source}_{split}_{cap}.pkl"
+def composed(source: str, cap: int, count: int) -> list[tuple[str, tuple[str, ...]]]:
+    """``count`` two-part requests made of two training requests for different tools ("A. B"),
+    whose gold is both parts' (seed 5): requests of several intents each served by its own tool,
+    which the training splits hardly hold."""
+    base = requests(source, "train", cap)
+    rng = random.Random(5)
+    out: list[tuple[str, tuple[str, ...]]] = []
+    while len(out) < count and len(base) > 1:
+        (a, gold_a), (b, gold_b) = rng.sample(base, 2)
+        if set(gold_a) & set(gold_b):
+            continue
+        first = a.strip().rstrip(".!?")
+        second = b.strip()
+        out.append((f"{first}. {second[:1].upper()}{second[1:]}"[:1000], gold_a + gold_b))
+    return out
+
+
+def collect(
+    source: str, split: str, cap: int, db_dir: Path, cache: Path, compose: int = 0
+) -> list[Searched]:
+    """The legs of every request of one source's split, or of ``compose`` composed training
+    requests (cached: features can change without searching again)."""
+    path = cache / f"{source}_{split}_{cap}{f'_c{compose}' if compose else ''}.pkl"
     if path.is_file():
         with path.open("rb") as fh:
             cached: list[Searched] = pickle.load(fh)
         return cached
     ds = datasets(ROOT / "data" / "natural")[source]
     engine, _ = open_index(db_dir / f"{source}.db", ds.tools, source)
-    searcher = HybridSearcher(
+    searcher = PeerSearcher(
         engine.store, engine.embedder, replace(engine.searcher.config, learned_ranker=False)
     )
     out = []
-    for text, gold in requests(source, split, cap):
+    asked = composed(source, cap, compose) if compose else requests(source, split, cap)
+    for text, gold in asked:
         legs, tokens = searcher.legs(text)
-        out.append(Searched(legs, tokens, gold, source))
+        assert searcher.last_rows is not None
+        request = searcher.request(searcher.last_text, searcher.last_rows)
+        out.append(Searched(legs, tokens, gold, source, request))
     searcher.close()
     engine.close()
     cache.mkdir(parents=True, exist_ok=True)
@@ -145,6 +184,23 @@ def collect(source: str, split: str, cap: int, db_dir: Path, cache: Path) -> lis
 def catalog(source: str) -> dict[str, Tool]:
     ds = datasets(ROOT / "data" / "natural")[source]
     return {t.id: t for t in CatalogFile(ds.tools, source=source).read().tools}
+
+
+#: Extra feature groups (peer_view.py GROUPS) and each source's tool views, set by main().
+EXTRA: tuple[str, ...] = ()
+VIEWS: dict[str, ToolViews] = {}
+
+
+def names() -> tuple[str, ...]:
+    return FEATURES + extra_names(EXTRA)
+
+
+def views_of(source: str, db_dir: Path, cache: Path) -> ToolViews:
+    ds = datasets(ROOT / "data" / "natural")[source]
+    engine, tools = open_index(db_dir / f"{source}.db", ds.tools, source)
+    views = build_views(tools, engine.embedder, cache)
+    engine.close()
+    return views
 
 
 def rows_of(searched: list[Searched], weights: dict[str, float], every: bool = False) -> Rows:
@@ -161,7 +217,11 @@ def rows_of(searched: list[Searched], weights: dict[str, float], every: bool = F
         y = np.array([float(i in r.gold) for i in ids])
         if not (every or y.any()):
             continue
-        xs.append(features(r.legs, ids, r.tokens, tools[r.source]))
+        x = features(r.legs, ids, r.tokens, tools[r.source])
+        if EXTRA:
+            extra = extra_features(VIEWS[r.source], EXTRA, r.request, ids)
+            x = np.hstack([x, extra])
+        xs.append(x)
         ys.append(y), groups.append(len(ids)), w.append(weights.get(r.source, 1.0))
     return np.vstack(xs), np.concatenate(ys), np.array(groups, dtype=np.int64), np.array(w)
 
@@ -176,7 +236,7 @@ def train(rows: Rows, dev: Rows | None, rounds: int, params: dict[str, Any]) -> 
     """A LambdaRank model, early-stopped on ``dev`` (nDCG@3) when given; each request's rows
     weigh its source's weight."""
     weight = np.repeat(rows[3], rows[2])
-    data = lgb.Dataset(rows[0], rows[1], weight=weight, group=rows[2], feature_name=list(FEATURES))
+    data = lgb.Dataset(rows[0], rows[1], weight=weight, group=rows[2], feature_name=list(names()))
     valid = [lgb.Dataset(dev[0], dev[1], group=dev[2], reference=data)] if dev else []
     stop = [lgb.early_stopping(50, first_metric_only=True, verbose=False)] if dev else []
     return lgb.train(params, data, num_boost_round=rounds, valid_sets=valid, callbacks=stop)
@@ -231,7 +291,8 @@ def subset(rows: Rows, mask: NDArray[np.bool_]) -> Rows:
 def params(args: argparse.Namespace) -> dict[str, Any]:
     out = dict(PARAMS, num_leaves=args.leaves, min_data_in_leaf=args.min_leaf)
     if args.monotone:
-        out |= {"monotone_constraints": list(MONOTONE), "monotone_constraints_method": "advanced"}
+        mono = list(MONOTONE + extra_monotone(EXTRA))
+        out |= {"monotone_constraints": mono, "monotone_constraints_method": "advanced"}
     return out
 
 
@@ -272,15 +333,31 @@ def parse() -> argparse.Namespace:
         help="where --write puts the files (default: the packaged ranker's)")  # fmt: skip
     add("--db-dir", type=Path, default=ROOT / "bench" / "out" / "ranking" / "db")
     add("--cache", type=Path, default=ROOT / "bench" / "out" / "ranking" / "legs")
-    return parser.parse_args()
+    add("--compose", type=int, default=0,
+        help="two-part requests composed of training requests, per source")  # fmt: skip
+    add("--extra", nargs="*", default=[], choices=list(GROUPS),
+        help="extra feature groups (bench/fit/peer_view.py): second views of tools")  # fmt: skip
+    args = parser.parse_args()
+    if args.extra and args.write and args.folder == parser.get_default("folder"):
+        parser.error("--extra: the product computes no extra features; write to --folder DIR")
+    return args
 
 
 def main() -> int:
     args = parse()
+    global EXTRA
+    EXTRA = tuple(args.extra)
     t0 = time.perf_counter()
     caps = {"metatool": args.max_train}
     train_parts = {s: collect(s, "train", caps.get(s, 0), args.db_dir, args.cache) for s in SOURCES}
     dev_parts = {s: collect(s, "dev", args.max_dev, args.db_dir, args.cache) for s in SOURCES}
+    if args.compose:
+        for s in SOURCES:
+            train_parts[s] = train_parts[s] + collect(
+                s, "train", caps.get(s, 0), args.db_dir, args.cache, args.compose
+            )
+    if EXTRA:
+        VIEWS.update({s: views_of(s, args.db_dir, args.cache) for s in SOURCES})
     w = weights(train_parts, args.balanced)
     every = stack([rows_of(v, w, every=True) for v in train_parts.values()])
     tr = subset(every, has_gold(every))
@@ -307,7 +384,7 @@ def main() -> int:
     print(f"calibration {[round(v, 3) for v in calibration]}; "
           f"fitted in {time.perf_counter() - t0:.0f} s")  # fmt: skip
     gain = model.feature_importance("gain", iteration=best)
-    for name, g in sorted(zip(FEATURES, gain, strict=True), key=lambda kv: -kv[1]):
+    for name, g in sorted(zip(names(), gain, strict=True), key=lambda kv: -kv[1]):
         print(f"  {name:20s} {g:10.0f}")
     if args.write:
         write(args, model, best, calibration, tr[2].size)
@@ -322,6 +399,7 @@ def write(
     requests: int,
 ) -> None:
     folder = args.folder
+    folder.mkdir(parents=True, exist_ok=True)
     text = model.model_to_string(num_iteration=best)
     (folder / MODEL_FILE).write_text(text, encoding="utf-8")
     flags = " ".join(
@@ -330,7 +408,8 @@ def write(
     )
     meta = {
         "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
-        "features": list(FEATURES),
+        "features": list(names()),
+        "extra_groups": list(EXTRA),
         "calibration": {
             "inputs": list(CALIBRATION_INPUTS),
             "coef": [round(v, 6) for v in calibration[:-1]],
@@ -340,7 +419,9 @@ def write(
         "provenance": (
             f"bench/fit/ranker.py --write --max-train {args.max_train} --max-dev {args.max_dev} "
             f"--leaves {args.leaves} --min-leaf {args.min_leaf} {flags} --fixed-rounds {best} "
-            f"--calibrate-on {args.calibrate_on}: LightGBM {lgb.__version__} LambdaRank on "
+            f"--calibrate-on {args.calibrate_on} --compose {args.compose}"
+            f"{' --extra ' + ' '.join(EXTRA) if EXTRA else ''}"
+            f": LightGBM {lgb.__version__} LambdaRank on "
             f"{requests} train requests of data/natural ({', '.join(SOURCES)}; MetaTool's "
             f"without those the embedder learned from), {best} rounds; logistic calibration on "
             f"the {args.calibrate_on} requests' first ten candidates"
