@@ -202,9 +202,11 @@ def run_batch(
             present = [tools[t] for t in chunk if t in tools]
             done += len(chunk) - len(present)  # deleted meanwhile: nothing to do
             outcomes = pool.map(
-                _classify_one, [classifier] * len(present), present,
+                _classify_one,
+                [classifier] * len(present),
+                present,
                 [vectors.get(t.id) for t in present],
-            )  # fmt: skip
+            )
             batch: list[Classified] = []
             for tool, outcome in outcomes:
                 done += 1
