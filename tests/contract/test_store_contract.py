@@ -9,14 +9,8 @@ from numpy.typing import NDArray
 from support.backends import entry, unit
 from toolscout.errors import ConfigError, SkillExists, SkillNotFound, StoreError, ToolNotFound
 from toolscout.models import Filters, ItemType, Skill, SkillAssignment, Suggestion
-from toolscout.store.base import (
-    Classified,
-    EnrichmentRecord,
-    FeedbackRecord,
-    IndexEntry,
-    IndexIdentity,
-    Store,
-)
+from toolscout.store.base import IndexEntry, IndexIdentity, Store
+from toolscout.store.roles import Classified, EnrichmentRecord, FeedbackRecord
 
 WEIGHTS = (3.0, 2.5, 2.0, 2.0, 1.5, 1.5, 1.0, 1.0)
 

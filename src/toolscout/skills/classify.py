@@ -32,7 +32,8 @@ from toolscout.errors import ToolscoutError
 from toolscout.models import ClassifyProgress, ClassifyReport, SkillAssignment, Tool
 from toolscout.search.skillfit import Logistic, SkillFit, packaged_skill_fit
 from toolscout.skills.centroid import recompute_centroids, refresh_profiles
-from toolscout.store.base import Classified, SkillStore, Store
+from toolscout.store.base import Store
+from toolscout.store.roles import Classified, SkillStore
 
 log = logging.getLogger("toolscout.skills")
 
