@@ -79,7 +79,7 @@ from postgres import (
     percentiles,
     with_schema,
 )
-from toolscout.config import default_cache_dir
+from toolscout.config.settings import default_cache_dir
 from toolscout.embed.base import open_embedder
 from toolscout.embed.cache import CachedEmbedder
 from toolscout.models import SearchRequest, Strategy
