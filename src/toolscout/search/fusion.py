@@ -59,7 +59,8 @@ def normalise(run: Sequence[Scored], *, floor: float = 0.0) -> dict[str, float]:
     span = best - floor
     if span <= 0:
         return {h.id: 1.0 for h in run}
-    return {h.id: max(0.0, (h.score - floor) / span) for h in run}
+    # ``v if v > 0.0 else 0.0`` is ``max(0.0, v)`` (NaN and -0.0 included), without the call.
+    return {h.id: v if (v := (h.score - floor) / span) > 0.0 else 0.0 for h in run}
 
 
 def fuse_scores(
