@@ -219,9 +219,14 @@ class HierarchicalSearcher:
     ) -> _Stages:
         t1 = time.perf_counter()
         ranked, cand = self.search_tools(
-            req, vectors, state, skill_ids=None, limit=req.limit, threshold=req.tool_threshold,
+            req,
+            vectors,
+            state,
+            skill_ids=None,
+            limit=req.limit,
+            threshold=req.tool_threshold,
             timings=timings,
-        )  # fmt: skip
+        )
         stage_ms = {"stage1": 0.0, "stage2": _ms(t1, time.perf_counter())}
         return ranked, [], None, stage_ms, cand, None
 
@@ -268,9 +273,15 @@ class HierarchicalSearcher:
         every tool returned belongs to a matched skill). Tools with no active skill stay out
         (only ``direct`` finds them)."""
         net, _ = self.search_tools(
-            req, vectors, state, skill_ids=None, limit=NET_DEPTH, threshold=0.0, count=False,
+            req,
+            vectors,
+            state,
+            skill_ids=None,
+            limit=NET_DEPTH,
+            threshold=0.0,
+            count=False,
             places=req.limit,
-        )  # fmt: skip
+        )
         active = {s.id for s in self.stage1.index(state.version).skills}
         assigned = self.store.skills.assignments([r.id for r in net])
         inside: dict[str, Ranked] = {}

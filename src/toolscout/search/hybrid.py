@@ -151,9 +151,14 @@ class HybridSearcher:
             QueryError: bad query or limit.
         """
         found = self.search_evidence(
-            query, mode=mode, limit=limit, filters=filters,
-            query_vectors=query_vectors, timings=timings, places=places,
-        )  # fmt: skip
+            query,
+            mode=mode,
+            limit=limit,
+            filters=filters,
+            query_vectors=query_vectors,
+            timings=timings,
+            places=places,
+        )
         return [r for r, _ in found]
 
     def no_match(self, ranked: Sequence[Ranked], mode: SearchMode = SearchMode.HYBRID) -> bool:
@@ -188,9 +193,15 @@ class HybridSearcher:
         if limit < 1:
             raise QueryError("limit", "must be at least 1")
         return self.rank(
-            text, self.store.state(), mode=mode, limit=limit, filters=filters,
-            query_vectors=query_vectors, timings=timings, places=places,
-        )  # fmt: skip
+            text,
+            self.store.state(),
+            mode=mode,
+            limit=limit,
+            filters=filters,
+            query_vectors=query_vectors,
+            timings=timings,
+            places=places,
+        )
 
     def rank(
         self,
