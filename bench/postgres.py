@@ -42,7 +42,7 @@ from numpy.typing import NDArray
 
 sys.path.insert(0, str(Path(__file__).parent))
 from catalogs import BENCH_DIR, SETS, build_catalog
-from toolscout.config import default_cache_dir
+from toolscout.config.settings import default_cache_dir
 from toolscout.embed.base import open_embedder
 from toolscout.embed.cache import CachedEmbedder
 from toolscout.engine import Engine, prepare

@@ -79,7 +79,7 @@ from postgres import (
     percentiles,
     with_schema,
 )
-from toolscout.config import default_cache_dir
+from toolscout.config.settings import default_cache_dir
 from toolscout.embed.base import open_embedder
 from toolscout.embed.cache import CachedEmbedder
 from toolscout.models import SearchRequest, Strategy
@@ -87,8 +87,9 @@ from toolscout.search.text import ANALYZER_VERSION
 from toolscout.skills.catalog import SkillCatalog, starter_skills
 from toolscout.skills.centroid import recompute_centroids, refresh_profiles
 from toolscout.skills.classify import OfflineClassifier, to_assignments
-from toolscout.store.base import Classified, IndexEntry, IndexIdentity, Store
+from toolscout.store.base import IndexEntry, IndexIdentity, Store
 from toolscout.store.postgres import PostgresStore
+from toolscout.store.roles import Classified
 from toolscout.store.sqlite import SQLiteStore
 
 #: Stage names in the figures -> the result metadata that times them.

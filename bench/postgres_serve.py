@@ -36,7 +36,7 @@ from postgres import (
     start_server,
     with_schema,
 )
-from toolscout.config import default_cache_dir
+from toolscout.config.settings import default_cache_dir
 from toolscout.embed.base import open_embedder
 from toolscout.embed.cache import CachedEmbedder
 from toolscout.search.text import ANALYZER_VERSION

@@ -44,7 +44,7 @@ from postgres import (
     with_schema,
 )
 from postgres_hier import query_sets, start_server
-from toolscout.config import default_cache_dir
+from toolscout.config.settings import default_cache_dir
 from toolscout.embed.base import open_embedder
 from toolscout.embed.cache import CachedEmbedder
 from toolscout.engine import prepare

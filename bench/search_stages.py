@@ -15,7 +15,10 @@ same query before the next query, so load on a shared machine hits every variant
 * ``split`` - the same, with a request's intents shared between the query session and a
   second one-thread session;
 * ``shipped`` - the same, with the query embedded beside the lexical leg (what the product
-  does; the other variants run the legs one after the other, ``parallel_legs`` off).
+  does; the other variants run the legs one after the other, ``parallel_legs`` off);
+* ``hashed_hits`` - ``shipped`` with the result's tools built the previous way: each stored
+  row through the ``Tool`` constructor, which hashes its fields again (the stored hash then
+  replaces it), so the ``hits`` stage of the two shows what reading the stored hash saves.
 
 The legs are the product's for the catalog's size (at 100k: the HNSW shard and the posting
 index). Printed per request kind and variant: total wall p50 / p95 / p99, process CPU per search
@@ -50,12 +53,25 @@ from toolscout.config import Settings
 from toolscout.embed.onnx import OnnxEmbedder
 from toolscout.engine import Engine
 from toolscout.eval.metrics import percentile
-from toolscout.models import Scored, SearchMode
+from toolscout.models import ItemType, Scored, SearchMode, Tool
+from toolscout.store.sql import tools as tool_rows
 from toolscout.store.sqlite.ann.shard import EdgeIndex
 
-VARIANTS = ("previous", "one_thread", "split", "shipped")
+VARIANTS = ("previous", "one_thread", "split", "shipped", "hashed_hits")
 STAGES = ("embed", "lexical", "vector", "hits")
 SHIPPED_NEAREST = EdgeIndex.nearest_many
+SHIPPED_LIGHT_TOOL = tool_rows.row_to_light_tool
+
+
+def _hashed_light_tool(row: Any) -> Tool:
+    """The previous way of building a result's tool: the constructor hashes the fields, then
+    the stored hash (which covers the schemas left out) replaces that hash."""
+    tool = Tool(
+        id=row[0], name=row[1], description=row[2], annotations=json.loads(row[3]),
+        item_type=ItemType(row[4]), server=row[5], source=row[6], category=row[7],
+    )  # fmt: skip
+    object.__setattr__(tool, "content_hash", row[8])
+    return tool
 
 
 def _payload_nearest(
@@ -97,9 +113,12 @@ def _use(engine: Engine, variant: str) -> None:
     saved = model.__dict__.setdefault("_bench_saved", (model._query_session, model._split_queries))
     previous = variant == "previous"
     model._query_session = model._session if previous else saved[0]
-    model._split_queries = saved[1] and variant in ("split", "shipped")
+    shipped = variant in ("shipped", "hashed_hits")
+    model._split_queries = saved[1] and (shipped or variant == "split")
     searcher = engine.search_service.searcher
-    searcher.config = replace(searcher.config, parallel_legs=variant == "shipped")
+    searcher.config = replace(searcher.config, parallel_legs=shipped)
+    hashed = variant == "hashed_hits"
+    tool_rows.row_to_light_tool = _hashed_light_tool if hashed else SHIPPED_LIGHT_TOOL  # type: ignore[assignment]
     EdgeIndex.nearest_many = _payload_nearest if previous else SHIPPED_NEAREST  # type: ignore[method-assign]
 
 
@@ -212,6 +231,9 @@ def measure(engine: Engine, queries: list[str], variants: list[str]) -> dict[str
     finally:
         gc.callbacks.remove(on_gc)
     out: dict[str, Any] = {v: _summary(r) for v, r in rows.items()}
+    if "hashed_hits" in rows and "shipped" in rows:
+        shipped, hashed = (out[v]["stages_p50_p95"]["hits"][0] for v in ("shipped", "hashed_hits"))
+        out["hits_shipped_over_hashed_p50"] = round(shipped / hashed, 3) if hashed else None
     if "previous" in rows and "shipped" in rows:
         out["shipped_over_previous_p95"] = round(
             out["shipped"]["total_p95"] / out["previous"]["total_p95"], 3

@@ -292,9 +292,14 @@ class Engine:
             QueryError: naming the invalid field. StoreError, EmbedError.
         """
         return explain(
-            self, query, strategy=strategy, mode=mode, limit=limit, server=server,
+            self,
+            query,
+            strategy=strategy,
+            mode=mode,
+            limit=limit,
+            server=server,
             item_type=item_type,
-        )  # fmt: skip
+        )
 
     def state(self) -> IndexState:
         """The index's data version and tool count as a search reads them (one round trip on

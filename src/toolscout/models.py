@@ -91,6 +91,45 @@ class Tool:
         )
         object.__setattr__(self, "content_hash", digest)
 
+    @classmethod
+    def stored(
+        cls,
+        content_hash: str,
+        *,
+        id: str,
+        name: str,
+        description: str,
+        annotations: JSON,
+        item_type: ItemType,
+        server: str | None,
+        source: str | None,
+        category: str | None,
+        input_schema: JSON | None = None,
+        output_schema: JSON | None = None,
+    ) -> Tool:
+        """A tool read back from a store, carrying the ``content_hash`` it was written with.
+
+        Nothing is validated or hashed again: the row was checked and hashed when it was
+        written, and the stored hash still covers the schemas a light read leaves out (hashing
+        cost more than the rest of a search's result rows). Build tools from user input with
+        the constructor."""
+        tool = object.__new__(cls)
+        # A frozen dataclass without slots: its fields live in the instance dict.
+        tool.__dict__.update(
+            id=id,
+            name=name,
+            description=description,
+            input_schema=input_schema,
+            output_schema=output_schema,
+            annotations=annotations,
+            item_type=item_type,
+            server=server,
+            source=source,
+            category=category,
+            content_hash=content_hash,
+        )
+        return tool
+
     def parameter_names(self) -> list[str]:
         """Top-level parameter names of the input schema, in schema order."""
         props = (self.input_schema or {}).get("properties")

@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 
 from support.console import Served, screenshot
 from support.rest_app import TOKEN, serving
-from toolscout.config import ApiConfig
+from toolscout.config.sections import ApiConfig
 from toolscout.sync.sync import resolve_sources, sync
 
 

@@ -15,7 +15,8 @@ from support.concurrent_reads import reads_beside_writes
 from toolscout.config import Settings
 from toolscout.errors import ConfigError
 from toolscout.models import Filters, ItemType, SkillAssignment
-from toolscout.store.base import Classified, IndexEntry
+from toolscout.store.base import IndexEntry
+from toolscout.store.roles import Classified
 from toolscout.store.sqlite import SQLiteStore
 
 WEIGHTS = (3.0, 2.5, 2.0, 2.0, 1.5, 1.5, 1.0, 1.0)

@@ -95,7 +95,7 @@ def test_skill_reassignment_moves_the_payload_that_filters_stage_two(
     pg_url: str, tmp_path: Path, open_pair: Callable[[Path], PostgresStore]
 ) -> None:
     from toolscout.models import Skill, SkillAssignment
-    from toolscout.store.base import Classified
+    from toolscout.store.roles import Classified
 
     store = open_pair(tmp_path / "q")
     try:

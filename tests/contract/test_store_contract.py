@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from numpy.typing import NDArray
@@ -9,14 +11,8 @@ from numpy.typing import NDArray
 from support.backends import entry, unit
 from toolscout.errors import ConfigError, SkillExists, SkillNotFound, StoreError, ToolNotFound
 from toolscout.models import Filters, ItemType, Skill, SkillAssignment, Suggestion
-from toolscout.store.base import (
-    Classified,
-    EnrichmentRecord,
-    FeedbackRecord,
-    IndexEntry,
-    IndexIdentity,
-    Store,
-)
+from toolscout.store.base import IndexEntry, IndexIdentity, Store
+from toolscout.store.roles import Classified, EnrichmentRecord, FeedbackRecord
 
 WEIGHTS = (3.0, 2.5, 2.0, 2.0, 1.5, 1.5, 1.0, 1.0)
 
@@ -51,6 +47,27 @@ def test_upserted_tool_reads_back_equal(filled: Store) -> None:
     assert filled.tools.get(original.id).content_hash == original.content_hash
     assert filled.tools.get_many(["files::read_file", "nope"]) == {original.id: original}
     assert filled.count() == 7
+
+
+def test_light_reads_keep_every_field_but_the_schemas_and_the_full_content_hash(
+    filled: Store,
+) -> None:
+    originals = {e.tool.id: e.tool for e in catalog()}
+    light = filled.tools.get_light(list(originals))
+    rows = filled.tools.light_rows([*originals, "nope"])
+    assert set(light) == set(rows) == set(originals)
+    for tool_id, original in originals.items():
+        assert original.input_schema is not None
+        expected = replace(original, input_schema=None, output_schema=None)
+        for tool in (light[tool_id], rows[tool_id][0]):
+            assert tool == expected
+            assert repr(tool) == repr(expected).replace(
+                expected.content_hash, original.content_hash
+            )
+            # The stored hash covers the schemas the light read leaves out.
+            assert tool.content_hash == original.content_hash != expected.content_hash
+            assert type(tool.item_type) is ItemType
+    assert len({key for _, key in rows.values()}) == len(originals)
 
 
 def test_upsert_replaces_an_existing_tool(filled: Store) -> None:

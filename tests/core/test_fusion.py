@@ -1,7 +1,7 @@
 import pytest
 
 from toolscout.models import Scored
-from toolscout.search.fusion import fuse_rrf, fuse_scores, spread_intents
+from toolscout.search.fusion import best_of_intents, fuse_rrf, fuse_scores, spread_intents
 
 
 def test_rrf_scores_are_normalised_and_ties_break_by_id() -> None:
@@ -52,3 +52,21 @@ def test_no_intent_fills_the_first_places_alone() -> None:
 def test_a_single_intent_keeps_the_fused_order() -> None:
     fused = [Scored("a", 0.9), Scored("b", 0.8)]
     assert spread_intents(fused, {"a": 0, "b": 0}, intents=1, limit=1) == fused
+
+
+def test_best_of_intents_keeps_each_tools_best_and_breaks_ties_by_id() -> None:
+    runs = [
+        [Scored("c", 0.5), Scored("b", 0.5), Scored("z", 0.0)],
+        [Scored("a", 0.5), Scored("c", 0.7), Scored("y", -0.0)],
+    ]
+    best = best_of_intents(runs, 4)
+    assert [(h.id, h.score) for h in best] == [("c", 0.7), ("a", 0.5), ("b", 0.5), ("y", 0.0)]
+    assert best_of_intents(runs, 10)[-1] == Scored("z", 0.0)  # 0.0 and -0.0 tie: id order
+
+
+def test_score_fusion_breaks_equal_scores_by_id_whatever_the_leg_order() -> None:
+    lexical = [Scored("m", 2.0), Scored("k", 1.0), Scored("d", 1.0)]
+    vector = [Scored("q", 0.9), Scored("d", 0.0), Scored("k", 0.0)]
+    fused = fuse_scores([lexical, vector], weights=[1.0, 1.0])
+    assert [h.id for h in fused] == ["m", "q", "d", "k"]
+    assert fused[0].score == fused[1].score and fused[2].score == fused[3].score

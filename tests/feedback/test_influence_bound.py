@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from toolscout.engine import Engine
-from toolscout.store.base import FeedbackRecord
+from toolscout.store.roles import FeedbackRecord
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMOTED = "weather::get_forecast"

@@ -10,7 +10,7 @@ from pathlib import Path
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.ingest.jsonfile import CatalogFile
-from toolscout.store.base import FeedbackRecord
+from toolscout.store.roles import FeedbackRecord
 from toolscout.store.sqlite import SQLiteStore
 from toolscout.store.transfer import copy_feedback
 from toolscout.sync.rebuild import rebuild_index

@@ -14,7 +14,8 @@ import pytest
 
 from support.gateway_runs import failure, run, text
 from support.rest_app import TOKEN
-from toolscout.config import ApiConfig, GatewaySettings, Settings
+from toolscout.config import Settings
+from toolscout.config.sections import ApiConfig, GatewaySettings
 from toolscout.engine import Engine
 from toolscout.errors import CallDenied, InvalidArguments, UpstreamError
 from toolscout.gateway import Gateway, HttpApi, Policy

@@ -13,7 +13,8 @@ import pytest
 
 from support.gateway_runs import failure, run, text
 from support.rest_app import TOKEN
-from toolscout.config import ApiConfig, GatewaySettings, Settings, load_settings, read_secrets
+from toolscout.config import Settings, load_settings
+from toolscout.config.sections import ApiConfig, GatewaySettings, read_secrets
 from toolscout.engine import Engine
 from toolscout.errors import ConfigError
 from toolscout.gateway.factory import build_gateway

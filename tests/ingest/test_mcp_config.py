@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from toolscout.config import McpServerConfig, Settings
+from toolscout.config import Settings
+from toolscout.config.sections import McpServerConfig
 from toolscout.errors import IngestError
 from toolscout.ingest.mcpconfig import read_mcp_config
 from toolscout.sync.sync import resolve_sources

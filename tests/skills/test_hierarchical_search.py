@@ -13,7 +13,7 @@ from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.errors import EmptyQuery, QueryError
 from toolscout.models import ItemType, Loaded, SearchRequest, Skill, SkillAssignment, Strategy, Tool
-from toolscout.store.base import Classified
+from toolscout.store.roles import Classified
 
 STAGES = {
     "query_embedding_time_ms",

@@ -12,7 +12,7 @@ from fastapi import FastAPI, Query
 from pydantic import BaseModel, Field
 
 from toolscout.api.deps import API, GUARDED, LOOKUP_ERRORS, EngineDep, Write, errors
-from toolscout.store.base import FeedbackRecord
+from toolscout.store.roles import FeedbackRecord
 
 TAG = "feedback"
 

@@ -10,7 +10,7 @@ import typer
 
 from toolscout.cli import app, console
 from toolscout.cli.options import JsonOption, settings
-from toolscout.config import config_file, default_config_file, default_db
+from toolscout.config.settings import config_file, default_config_file, default_db
 from toolscout.errors import ConfigError
 
 config_app = typer.Typer(help="The configuration file and the settings in effect.")

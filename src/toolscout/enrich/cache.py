@@ -30,7 +30,7 @@ from toolscout.enrich.base import (
 )
 from toolscout.errors import EnrichError
 from toolscout.models import Tool
-from toolscout.store.base import EnrichmentRecord, EnrichStore
+from toolscout.store.roles import EnrichmentRecord, EnrichStore
 
 DEFAULT_MAX_AGE_DAYS = 7.0
 #: Rows are written every this many results, so an interrupted pass keeps its progress.

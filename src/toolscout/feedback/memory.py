@@ -29,7 +29,8 @@ from numpy.typing import NDArray
 from toolscout.embed.base import Embedder
 from toolscout.errors import ToolscoutError
 from toolscout.models import Scored
-from toolscout.store.base import FeedbackRecord, Store
+from toolscout.store.base import Store
+from toolscout.store.roles import FeedbackRecord
 
 log = logging.getLogger("toolscout.feedback")
 

@@ -18,7 +18,8 @@ import numpy as np
 from toolscout.embed.base import Embedder
 from toolscout.errors import QueryError
 from toolscout.feedback.memory import MemoryParams, RequestMemory
-from toolscout.store.base import FeedbackRecord, Store
+from toolscout.store.base import Store
+from toolscout.store.roles import FeedbackRecord
 
 #: What a call ended in.
 OUTCOMES = ("success", "error")

@@ -20,7 +20,7 @@ from typing import Any
 
 import mcp_types as types
 
-from toolscout.config import DEFAULT_MAX_RESULT_BYTES
+from toolscout.config.sections import DEFAULT_MAX_RESULT_BYTES
 
 __all__ = ["DEFAULT_MAX_RESULT_BYTES", "bound_result", "result_size"]
 #: Room kept for the notice and the JSON around the blocks.

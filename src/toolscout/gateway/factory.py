@@ -47,7 +47,8 @@ def http_apis(settings: Settings) -> list[HttpApi]:
     API of that name). A credential that is not set fails that API's calls, naming its key.
 
     Raises:
-        ConfigError: the secrets file cannot be read (see :func:`toolscout.config.read_secrets`).
+        ConfigError: the secrets file cannot be read (see
+            :func:`toolscout.config.sections.read_secrets`).
     """
     g = settings.gateway
     secrets = settings.secrets() if settings.apis else {}

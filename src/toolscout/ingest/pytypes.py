@@ -1,6 +1,6 @@
 """The whitelist of names a tool file's annotations may use, and safe readers of expressions.
 
-:mod:`toolscout.ingest.pyschema` interprets an annotation only through these tables: a name is
+:mod:`toolscout.ingest.pymodels` interprets an annotation only through these tables: a name is
 looked up here by its canonical path (``typing.Optional``, ``pydantic.conint``...), and a value
 is read with :func:`ast.literal_eval`. Nothing else from a tool file becomes a Python object.
 """

@@ -329,10 +329,9 @@ def scored_hits(
     ``tools`` tools; ``crowd``: how many vector candidates the standout is measured against;
     ``chances``: the learned ranker's probabilities, which then are the scores. A hit never
     scores above the one ranked before it, so the scores and the order tell one story."""
-    lex_rank = {h.id: r for r, h in enumerate(lexical, 1)}
-    vec_rank = {h.id: r for r, h in enumerate(vector, 1)}
-    lex_score = {h.id: h.score for h in lexical}
-    cos = {h.id: h.score for h in vector}
+    # Each leg's rank and score by id, one dict per leg (the hot path of every search).
+    lex = {h.id: (r, h.score) for r, h in enumerate(lexical, 1)}
+    vec = {h.id: (r, h.score) for r, h in enumerate(vector, 1)}
     floor_cos = vector[-1].score if vector else 0.0
     near = vector[:crowd]  # the configured number of candidates, whatever the limit
     median = float(np.median([h.score for h in near])) if near else 0.0
@@ -342,13 +341,15 @@ def scored_hits(
     scale = 1.0 / best if mode is SearchMode.VECTOR and best > 0 else 1.0
     evidence: list[Evidence] = []
     for hit in top:
-        c = cos.get(hit.id, floor_cos)
+        c = vec[hit.id][1] if hit.id in vec else floor_cos
         evidence.append(
             Evidence(
                 cosine=c if mode is not SearchMode.BM25 else None,
                 standout=c - median if mode is not SearchMode.BM25 else None,
                 lexical=(
-                    lex_score.get(hit.id, 0.0) / idf if mode is not SearchMode.VECTOR else None
+                    (lex[hit.id][1] if hit.id in lex else 0.0) / idf
+                    if mode is not SearchMode.VECTOR
+                    else None
                 ),
                 relative=min(1.0, max(0.0, hit.score * scale)),
             )
@@ -367,6 +368,11 @@ def scored_hits(
         )
         ceiling = min(ceiling, chance)
         out.append(
-            (Ranked(hit.id, ceiling, lex_rank.get(hit.id), vec_rank.get(hit.id), answerable), ev)
+            (Ranked(hit.id, ceiling, _rank(lex, hit.id), _rank(vec, hit.id), answerable), ev)
         )
     return out
+
+
+def _rank(leg: dict[str, tuple[int, float]], tool_id: str) -> int | None:
+    found = leg.get(tool_id)
+    return None if found is None else found[0]

@@ -340,7 +340,7 @@ class HybridSearcher:
         if not key:
             return fused
         head = fused[:20]
-        tools = self.store.tools.get_many([h.id for h in head])
+        tools = self.store.tools.get_light([h.id for h in head])
         exact = [h.id for h in head if h.id in tools and identifier_key(tools[h.id].name) == key]
         if not exact:
             return fused

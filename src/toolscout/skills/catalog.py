@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from toolscout.errors import SkillError
 from toolscout.models import Skill, SkillMatch
-from toolscout.store.base import SkillStore
+from toolscout.store.roles import SkillStore
 from toolscout.store.sql.rows import now_iso
 
 SKILL_ID = re.compile(r"^[a-z][a-z0-9_]*$")

@@ -17,7 +17,8 @@ from numpy.typing import NDArray
 from toolscout.embed.base import Embedder
 from toolscout.models import Skill
 from toolscout.search.document import readable_name
-from toolscout.store.base import SkillStore, Store
+from toolscout.store.base import Store
+from toolscout.store.roles import SkillStore
 
 Vector = NDArray[np.float32]
 

@@ -32,7 +32,8 @@ from toolscout.errors import ToolscoutError
 from toolscout.models import ClassifyProgress, ClassifyReport, SkillAssignment, Tool
 from toolscout.search.skillfit import Logistic, SkillFit, packaged_skill_fit
 from toolscout.skills.centroid import recompute_centroids, refresh_profiles
-from toolscout.store.base import Classified, SkillStore, Store
+from toolscout.store.base import Store
+from toolscout.store.roles import Classified, SkillStore
 
 log = logging.getLogger("toolscout.skills")
 
@@ -202,9 +203,11 @@ def run_batch(
             present = [tools[t] for t in chunk if t in tools]
             done += len(chunk) - len(present)  # deleted meanwhile: nothing to do
             outcomes = pool.map(
-                _classify_one, [classifier] * len(present), present,
+                _classify_one,
+                [classifier] * len(present),
+                present,
                 [vectors.get(t.id) for t in present],
-            )  # fmt: skip
+            )
             batch: list[Classified] = []
             for tool, outcome in outcomes:
                 done += 1

@@ -18,7 +18,7 @@ from toolscout.errors import EnrichError
 from toolscout.models import Skill, Tool
 from toolscout.skills.catalog import SKILL_ID
 from toolscout.skills.classify import OfflineClassifier, ProposedSkill, Vector, Verdict
-from toolscout.store.base import SkillStore
+from toolscout.store.roles import SkillStore
 
 log = logging.getLogger("toolscout.skills")
 

@@ -12,7 +12,7 @@ from toolscout.errors import SkillError, SkillNotFound, SuggestionNotFound
 from toolscout.models import Skill, Suggestion
 from toolscout.skills.catalog import SkillCatalog, check_skill_id
 from toolscout.skills.classify import ProposedSkill
-from toolscout.store.base import SkillStore
+from toolscout.store.roles import SkillStore
 from toolscout.store.sql.rows import now_iso
 
 PENDING, APPROVED, REJECTED = "pending", "approved", "rejected"

@@ -18,7 +18,8 @@ from typing import Any
 
 from toolscout.errors import StoreError
 from toolscout.models import Tool
-from toolscout.store.base import Classified, IndexEntry, Store
+from toolscout.store.base import IndexEntry, Store
+from toolscout.store.roles import Classified
 
 #: ``derive(tools) -> {tool id: (analysed fields, text hash)}``
 Derive = Callable[[Sequence[Tool]], Mapping[str, tuple[Mapping[str, str], str]]]

@@ -64,15 +64,21 @@ def _search_page(router: APIRouter) -> None:
         server: str = "",
     ) -> Response:
         form = {
-            "q": q, "strategy": strategy, "mode": mode, "limit": limit,
-            "item_type": item_type, "server": server,
-        }  # fmt: skip
+            "q": q,
+            "strategy": strategy,
+            "mode": mode,
+            "limit": limit,
+            "item_type": item_type,
+            "server": server,
+        }
 
         def build() -> dict[str, Any]:
             check_read(request)
             view: dict[str, Any] = {
-                "form": form, "strategies": STRATEGIES, "modes": [m.value for m in SearchMode],
-            }  # fmt: skip
+                "form": form,
+                "strategies": STRATEGIES,
+                "modes": [m.value for m in SearchMode],
+            }
             if not q.strip():
                 return view
             try:
@@ -84,9 +90,13 @@ def _search_page(router: APIRouter) -> None:
             if strategy not in STRATEGIES:
                 raise QueryError("strategy", f"must be one of {', '.join(STRATEGIES)}")
             view["result"] = _engine(request).explain(
-                q, strategy=strategy, mode=mode, limit=count,
-                server=server or None, item_type=item_type or None,
-            )  # fmt: skip
+                q,
+                strategy=strategy,
+                mode=mode,
+                limit=count,
+                server=server or None,
+                item_type=item_type or None,
+            )
             return view
 
         return await _searching(

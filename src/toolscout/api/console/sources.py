@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from toolscout.config import ApiConfig, Settings
+from toolscout.config import Settings
+from toolscout.config.sections import ApiConfig
 from toolscout.ingest.mcp import SOURCE_PREFIX as MCP_PREFIX
 from toolscout.ingest.openapi import OpenApiSource
 from toolscout.ingest.openapi_documents import is_url

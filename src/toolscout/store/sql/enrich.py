@@ -1,4 +1,4 @@
-"""The enrichment cache (:class:`~toolscout.store.base.EnrichStore`, table ``enrichments``),
+"""The enrichment cache (:class:`~toolscout.store.roles.EnrichStore`, table ``enrichments``),
 written once for both SQL stores. Plain reads and upserts: freshness rules live in
 ``toolscout.enrich.cache``."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from toolscout.store.base import EnrichmentRecord
+from toolscout.store.roles import EnrichmentRecord
 from toolscout.store.sql.dialect import Database
 
 _COLUMNS = "kind, key, enricher, input_hash, payload, status, error, created_at, tokens"

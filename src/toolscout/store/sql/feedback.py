@@ -1,4 +1,4 @@
-"""The feedback log (:class:`~toolscout.store.base.FeedbackStore`, table ``feedback``), written
+"""The feedback log (:class:`~toolscout.store.roles.FeedbackStore`, table ``feedback``), written
 once for both SQL stores. Plain appends, reads and deletes: what the rows mean for ranking
 lives in :mod:`toolscout.feedback`."""
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from toolscout.store.base import FeedbackRecord
+from toolscout.store.roles import FeedbackRecord
 from toolscout.store.sql.dialect import Database
 
 log = logging.getLogger("toolscout.feedback")

@@ -42,9 +42,10 @@ def row_to_tool(row: Sequence[Any]) -> Tool:
 
 
 def row_to_light_tool(row: Sequence[Any]) -> Tool:
-    """A tool without schemas from ``LIGHT_COLUMNS``; its stored content hash is kept (it
-    covers the schemas this load leaves out)."""
-    tool = Tool(
+    """A tool without schemas from ``LIGHT_COLUMNS``, with its stored content hash (it covers
+    the schemas this load leaves out; nothing is hashed again)."""
+    return Tool.stored(
+        row[8],
         id=row[0],
         name=row[1],
         description=row[2],
@@ -54,8 +55,6 @@ def row_to_light_tool(row: Sequence[Any]) -> Tool:
         source=row[6],
         category=row[7],
     )
-    object.__setattr__(tool, "content_hash", row[8])
-    return tool
 
 
 def decode_schema(raw: Any) -> JSON | None:

@@ -1,5 +1,5 @@
 """Skills, tool-skill assignments, classification state and the suggestion queue, written once
-for both SQL stores (:class:`~toolscout.store.base.SkillStore`).
+for both SQL stores (:class:`~toolscout.store.roles.SkillStore`).
 
 Skill vectors are raw float32 bytes (``BLOB``/``bytea``): they are few and read whole, so no
 vector index is needed.
@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 
 from toolscout.errors import SkillError, SkillExists, SkillNotFound
 from toolscout.models import Skill, SkillAssignment, Suggestion
-from toolscout.store.base import Classified
+from toolscout.store.roles import Classified
 from toolscout.store.sql.dialect import Database
 from toolscout.store.sql.rows import now_iso
 
@@ -95,7 +95,7 @@ class VectorMirror(Protocol):
 
 
 class SkillTables:
-    """The :class:`~toolscout.store.base.SkillStore` role of a SQL store, over one database.
+    """The :class:`~toolscout.store.roles.SkillStore` role of a SQL store, over one database.
     ``mirror``: a vector leg told of every change to assignments and centroids (set by the
     PostgreSQL store; None for the embedded one)."""
 

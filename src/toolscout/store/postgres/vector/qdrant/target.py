@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
-from toolscout.config import qdrant_api_key
+from toolscout.config.settings import qdrant_api_key
 from toolscout.errors import ConfigError
 
 _INT_OPTIONS = {"hnsw_m": 16, "hnsw_ef_construct": 200, "ef": 256, "on_disk": 0, "timeout": 10}
