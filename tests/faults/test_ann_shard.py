@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 import random
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 import qdrant_edge as qe
 
 from support.fault_integrity import check
@@ -36,6 +38,21 @@ def _with_shard(db: Path) -> Path:
         store.close()
     assert Path(str(db) + ".vectors", "state.json").is_file()
     return db
+
+
+@pytest.fixture(scope="module")
+def with_shard(scene: Scene, tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], Path]:
+    """``with_shard(to)``: a copy of the scene's index and of its HNSW shard at ``to``, the shard
+    built from the rows once (building it is most of an open's time) and checked current at
+    every copy's open."""
+    base = _with_shard(scene.copy(tmp_path_factory.mktemp("ann") / "base.db"))
+
+    def copy(to: Path) -> Path:
+        shutil.copyfile(base, to)
+        shutil.copytree(str(base) + ".vectors", str(to) + ".vectors")
+        return _with_shard(to)
+
+    return copy
 
 
 def _rows(store: SQLiteStore) -> dict[int, tuple[str, list[str], list[float]]]:
@@ -89,11 +106,15 @@ def assert_shard_agrees(db: Path) -> int:
 
 
 def test_kill_9_between_commit_and_shard_write_is_repaired_from_the_rows(
-    writer_pool: WriterPool, scene: Scene, tmp_path: Path, rng: random.Random
+    writer_pool: WriterPool,
+    scene: Scene,
+    with_shard: Callable[[Path], Path],
+    tmp_path: Path,
+    rng: random.Random,
 ) -> None:
     runs: dict[str, dict[str, Any]] = {}
     for op in OPS:
-        db = _with_shard(scene.copy(tmp_path / f"full-{op}.db"))
+        db = with_shard(tmp_path / f"full-{op}.db")
         (full,) = writer_pool.run(scene.request(op, db, ANN))
         assert not full["killed"] and full["commits"], full
         assert assert_shard_agrees(db) == len(scene.v2)
@@ -107,7 +128,7 @@ def test_kill_9_between_commit_and_shard_write_is_repaired_from_the_rows(
         else:
             kill_at = rng.randint(1, full["statements"])
         where = f"seed {SEED}, kill {i}: {op} killed before statement {kill_at}"
-        db = _with_shard(scene.copy(tmp_path / f"kill-{i}.db"))
+        db = with_shard(tmp_path / f"kill-{i}.db")
         (run,) = writer_pool.run(scene.request(op, db, ANN, kill_at))
         assert run["killed"], where
         behind += _behind(db)
@@ -132,9 +153,9 @@ def _behind(db: Path) -> bool:
 
 
 def test_a_deleted_shard_is_rebuilt_from_the_rows_while_searches_answer(
-    scene: Scene, tmp_path: Path
+    scene: Scene, with_shard: Callable[[Path], Path], tmp_path: Path
 ) -> None:
-    db = _with_shard(scene.copy(tmp_path / "deleted.db"))
+    db = with_shard(tmp_path / "deleted.db")
     shutil.rmtree(str(db) + ".vectors")
     store = _open(db)
     try:
@@ -152,8 +173,10 @@ def test_a_deleted_shard_is_rebuilt_from_the_rows_while_searches_answer(
     assert assert_shard_agrees(db) == len(scene.v1)
 
 
-def test_a_damaged_shard_is_rebuilt_from_the_rows(scene: Scene, tmp_path: Path) -> None:
-    db = _with_shard(scene.copy(tmp_path / "damaged.db"))
+def test_a_damaged_shard_is_rebuilt_from_the_rows(
+    scene: Scene, with_shard: Callable[[Path], Path], tmp_path: Path
+) -> None:
+    db = with_shard(tmp_path / "damaged.db")
     folder = Path(str(db) + ".vectors")
     for path in sorted(folder.rglob("*")):
         if path.is_file() and path.name != "state.json":
@@ -161,8 +184,10 @@ def test_a_damaged_shard_is_rebuilt_from_the_rows(scene: Scene, tmp_path: Path) 
     assert assert_shard_agrees(db) == len(scene.v1)
 
 
-def test_a_shard_ahead_of_a_restored_file_is_rebuilt(scene: Scene, tmp_path: Path) -> None:
-    db = _with_shard(scene.copy(tmp_path / "restored.db"))
+def test_a_shard_ahead_of_a_restored_file_is_rebuilt(
+    scene: Scene, with_shard: Callable[[Path], Path], tmp_path: Path
+) -> None:
+    db = with_shard(tmp_path / "restored.db")
     backup = tmp_path / "backup.db"
     shutil.copyfile(db, backup)
     store = _open(db)

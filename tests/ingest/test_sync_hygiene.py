@@ -150,17 +150,21 @@ def test_search_on_a_missing_index_exits_10_with_a_hint_and_creates_nothing(
     assert not db.exists()
 
 
-def test_search_on_an_empty_index_exits_10_with_a_hint(tmp_path: Path) -> None:
+def test_search_on_an_empty_index_exits_10_with_a_hint(cli: CliRunner, tmp_path: Path) -> None:
     import subprocess
 
     db = str(tmp_path / "empty.db")
     empty = tmp_path / "empty.json"
     empty.write_text("[]", encoding="utf-8")
-    run = [sys.executable, "-m", "toolscout"]
-    made = subprocess.run([*run, "index", str(empty), "--db", db], capture_output=True, timeout=300)
-    assert made.returncode == 0, made.stderr
+    made = cli.invoke(app, ["index", str(empty), "--db", db])
+    assert made.exit_code == 0, made.output
+    assert Path(db).is_file()
+    # The search runs as a user runs it: its exit status and stderr are the process's own.
     found = subprocess.run(
-        [*run, "search", "weather", "--db", db], capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "toolscout", "search", "weather", "--db", db],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert found.returncode == 10
     assert "index is empty or missing: run `toolscout sync`" in found.stderr
