@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from toolscout.store.sqlite.ann.shard import Row
+from toolscout.store.sqlite.rowreads import in_chunks, of_rowids
 
 _ROWS = (
     "SELECT t.rowid, t.id, t.server, t.source, t.item_type, v.embedding, "
@@ -89,22 +90,9 @@ def changed_rows(conn: Any, since: int, until: int) -> list[int]:
 
 def rows_of(conn: Any, rowids: Sequence[int]) -> tuple[list[Row], list[int]]:
     """The present rows among ``rowids`` and the rowids that are gone."""
-    found: list[Row] = []
-    for start in range(0, len(rowids), 500):
-        batch = list(rowids[start : start + 500])
-        marks = ",".join("?" * len(batch))
-        found.extend(
-            _row(r) for r in conn.execute(f"{_ROWS} WHERE t.rowid IN ({marks})", batch).fetchall()
-        )
-    present = {r.rowid for r in found}
-    return found, [r for r in rowids if r not in present]
+    return of_rowids(conn, _ROWS, _row, rowids)
 
 
 def all_rows(conn: Any) -> Iterator[list[Row]]:
     """Every tool row, in chunks, in rowid order."""
-    cursor = conn.execute(f"{_ROWS} ORDER BY t.rowid")
-    while True:
-        chunk = cursor.fetchmany(CHUNK)
-        if not chunk:
-            return
-        yield [_row(r) for r in chunk]
+    return in_chunks(conn, _ROWS, _row, CHUNK)

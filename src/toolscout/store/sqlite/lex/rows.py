@@ -19,6 +19,7 @@ import numpy as np
 from toolscout.errors import StoreError
 from toolscout.store.base import LEXICAL_FIELDS
 from toolscout.store.fts5 import fts5_tokens
+from toolscout.store.sqlite.rowreads import in_chunks, of_rowids
 
 #: Bits of a record: the count (8), the field (3), the term's index within the row (21).
 _COUNT_BITS, _FIELD_BITS = 8, 3
@@ -91,23 +92,12 @@ def _row(raw: Sequence[Any]) -> TermsRow:
 
 def all_rows(conn: Any) -> Iterator[list[TermsRow]]:
     """Every tool's terms row, in chunks, in rowid order (inside the caller's transaction)."""
-    cursor = conn.execute(f"{_SELECT} ORDER BY t.rowid")
-    while True:
-        chunk = cursor.fetchmany(CHUNK)
-        if not chunk:
-            return
-        yield [_row(r) for r in chunk]
+    return in_chunks(conn, _SELECT, _row, CHUNK)
 
 
 def rows_of(conn: Any, rowids: Sequence[int]) -> tuple[list[TermsRow], list[int]]:
     """The present rows among ``rowids`` and the rowids that are gone."""
-    found: list[TermsRow] = []
-    for start in range(0, len(rowids), 500):
-        batch = list(rowids[start : start + 500])
-        marks = ",".join("?" * len(batch))
-        found.extend(_row(r) for r in conn.execute(f"{_SELECT} WHERE t.rowid IN ({marks})", batch))
-    present = {r.rowid for r in found}
-    return found, [r for r in rowids if r not in present]
+    return of_rowids(conn, _SELECT, _row, rowids)
 
 
 def fts5_totals(conn: Any) -> tuple[int, int]:
