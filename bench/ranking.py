@@ -267,7 +267,7 @@ def rescore_ms(folder: Path | None, runs: int = 200) -> dict[str, float]:
     re-score 100 candidates."""
     ranker = load_ranker(folder)
     hits = [Scored(f"t{i}", 0.8 - i / 200) for i in range(100)]
-    legs = Legs(hits[:50], hits, hits, 1, 5000)
+    legs = Legs(hits[:50], hits, hits, 1, 5000, hits)
     tools = {h.id: Tool(id=h.id, name=f"tool {h.id}", description="Does one thing.") for h in hits}
     ids = [h.id for h in hits]
     took = []

@@ -24,7 +24,7 @@ Each request's legs are cached in ``--cache``, so changing the features needs no
 (delete it after changing the legs or the model).
 
 ``--extra`` adds feature groups the product does not compute (bench/fit/peer_view.py: the
-whole request's cosine, the peer text's, field-wise BM25); such a refit is written to
+peer text's cosine, ``name: description``'s, field-wise BM25); such a refit is written to
 ``--folder`` and measured with ``bench/ranking.py --candidate DIR``.
 """
 
@@ -96,6 +96,9 @@ PARAMS: dict[str, Any] = {
 Rows = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64], NDArray[np.float64]]
 #: Candidates re-scored per request (SearchConfig.candidates).
 CANDIDATES = 100
+#: Part of the legs cache's file names: a cache written before the legs held the whole
+#: request's run is not read.
+LEGS_VERSION = "w1"
 
 
 def embedder_requests() -> set[str]:
@@ -155,7 +158,7 @@ def collect(
 ) -> list[Searched]:
     """The legs of every request of one source's split, or of ``compose`` composed training
     requests (cached: features can change without searching again)."""
-    path = cache / f"{source}_{split}_{cap}{f'_c{compose}' if compose else ''}.pkl"
+    path = cache / f"{source}_{split}_{cap}{f'_c{compose}' if compose else ''}_{LEGS_VERSION}.pkl"
     if path.is_file():
         with path.open("rb") as fh:
             cached: list[Searched] = pickle.load(fh)

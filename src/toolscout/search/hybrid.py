@@ -17,7 +17,10 @@ fixes both:
   the best tool for the whole request ("book a meeting *and email her the agenda*").
 
 With ``learned_ranker`` on, a learned model re-orders the first fused candidates and its
-probabilities are the scores (``search/rank.py``). Otherwise scores come from
+probabilities are the scores (``search/rank.py``). It also reads the cosine of the *whole*
+request embedded as one text: for a request of several intents that text is embedded in the
+same call as the intents and gets its own row of the vector leg's ``nearest_many``; a request
+of one intent is that text already. With the ranker off, neither is made. Otherwise scores come from
 ``search/calibration.py``: a hit's score is the probability that the tool
 serves the request, comparable across requests; a request that no indexed tool is likely to
 serve (judged from the legs before fusion: the vector leg's closest tool, the catalog's size)
@@ -55,6 +58,10 @@ MAX_ROWS = 8
 _WARNED: set[str] = set()
 #: Threads shared by all searches of one searcher for their vector legs.
 LEG_THREADS = 8
+
+#: A request's intents' rows, and the whole request's row when it was embedded apart from them
+#: (several intents and the learned ranker on; else None).
+QueryRows = tuple[NDArray[np.float32], NDArray[np.float32] | None]
 
 
 class HybridSearcher:
@@ -132,6 +139,15 @@ class HybridSearcher:
         embedded (docs/BENCHMARKS.md) and is the most expensive text to embed, so it is skipped.
         """
         return self.embedder.embed_query(self.intents(query))
+
+    def embed_request(self, query: str, whole: bool) -> QueryRows:
+        """:meth:`embed_query`, and with ``whole`` the whole request's row for a request of
+        several intents, embedded in the same call (a request of one intent is its own whole)."""
+        intents = self.intents(query)
+        if not whole or len(intents) < 2:
+            return self.embedder.embed_query(intents), None
+        rows = self.embedder.embed_query([*intents, query.strip()])
+        return rows[:-1], rows[-1:]
 
     def search(
         self,
@@ -228,18 +244,25 @@ class HybridSearcher:
         lexical: list[Scored] = []
         runs: list[list[Scored]] = []
         embedded: list[NDArray[np.float32]] = []
+        # The learned ranker reads the whole request's run of nearest tools too.
+        ranker = self.ranker if mode is SearchMode.HYBRID and cfg.learned_ranker else None
+        whole = ranker is not None
+        whole_run: list[list[Scored]] = []
 
-        def vector_leg(vecs: NDArray[np.float32] | None = query_vectors) -> list[list[Scored]]:
-            if vecs is None:
-                vecs = self._embed_timed(text, timings)
-            embedded.append(vecs)
+        brought: QueryRows | None = None if query_vectors is None else (query_vectors, None)
+
+        def vector_leg(given: QueryRows | None = None) -> list[list[Scored]]:
+            rows = self._query_rows(text, given or brought, whole, timings)
+            embedded.append(rows[0])
             t0 = time.perf_counter()
-            found = self.store.nearest_many(vecs, limit=n, filters=filters, state=state)
+            found = self.store.nearest_many(_stacked(rows), limit=n, filters=filters, state=state)
             timings["vector_ms"] = (time.perf_counter() - t0) * 1000
+            if rows[1] is not None:
+                whole_run.append(found.pop())
             return found
 
         pending, embedding = self._beside_lexical(
-            mode, vector_leg, text, bool(tokens) and query_vectors is None, timings
+            mode, vector_leg, text, bool(tokens) and query_vectors is None, timings, whole
         )
         if mode in (SearchMode.BM25, SearchMode.HYBRID):
             t0 = time.perf_counter()
@@ -248,14 +271,14 @@ class HybridSearcher:
         if pending is not None:
             runs = pending.result()
         elif mode in (SearchMode.VECTOR, SearchMode.HYBRID):
-            runs = vector_leg(embedding.result() if embedding is not None else query_vectors)
+            runs = vector_leg(embedding.result() if embedding is not None else None)
         vector = best_of_intents(runs, n)
         fused = fuse_legs(cfg, mode, tokens, lexical, vector, state.tools)
         chances: dict[str, float] | None = None
-        if mode is SearchMode.HYBRID and cfg.learned_ranker and self.ranker is not None and fused:
+        if ranker is not None and fused:
             t0 = time.perf_counter()
-            legs = Legs(lexical, vector, fused, len(runs), state.tools)
-            fused, chances = self._rerank(self.ranker, legs, tokens)
+            legs = Legs(lexical, vector, fused, len(runs), state.tools, _whole(runs, whole_run))
+            fused, chances = self._rerank(ranker, legs, tokens)
             timings["rerank_ms"] = (time.perf_counter() - t0) * 1000
         if self.boost is not None and embedded:
             fused = self.boost.apply(embedded[0], fused, state.version)
@@ -280,24 +303,44 @@ class HybridSearcher:
         text: str,
         embed: bool,
         timings: dict[str, float],
-    ) -> tuple[Future[list[list[Scored]]] | None, Future[NDArray[np.float32]] | None]:
+        whole: bool,
+    ) -> tuple[Future[list[list[Scored]]] | None, Future[QueryRows] | None]:
         """Start what runs while the caller runs the lexical leg: the vector leg, or (stores
         whose reads do not gain from overlapping) the query embedding alone when ``embed`` (the
-        request has words for the lexical leg and no vectors yet); None when nothing does."""
+        request has words for the lexical leg and no vectors yet; ``whole``: with the whole
+        request's row); None when nothing does."""
         pool = self._legs
         if mode is not SearchMode.HYBRID or not self.config.parallel_legs or pool is None:
             return None, None
         if self._parallel_reads:
             return pool.submit(vector_leg), None
         if embed:
-            return None, pool.submit(self._embed_timed, text, timings)
+            return None, pool.submit(self._embed_timed, text, timings, whole)
         return None, None
 
-    def _embed_timed(self, text: str, timings: dict[str, float]) -> NDArray[np.float32]:
+    def _query_rows(
+        self, text: str, given: QueryRows | None, whole: bool, timings: dict[str, float]
+    ) -> QueryRows:
+        """The rows the vector leg searches: ``given`` or the request embedded now, and with
+        ``whole`` the whole request's row when it has several intents (embedded alone when the
+        caller brought the intents' rows)."""
+        rows, extra = given if given is not None else self._embed_timed(text, timings, whole)
+        if whole and extra is None and rows.shape[0] > 1:
+            extra = self._embed_whole(text, timings)
+        return rows, extra
+
+    def _embed_timed(self, text: str, timings: dict[str, float], whole: bool) -> QueryRows:
         t0 = time.perf_counter()
-        vecs = self.embed_query(text)
+        rows = self.embed_request(text, whole)
         timings["embed_ms"] = (time.perf_counter() - t0) * 1000
-        return vecs
+        return rows
+
+    def _embed_whole(self, text: str, timings: dict[str, float]) -> NDArray[np.float32]:
+        """The whole request's row alone (the caller brought its intents' rows)."""
+        t0 = time.perf_counter()
+        row = self.embedder.embed_query([text.strip()])
+        timings["whole_embed_ms"] = (time.perf_counter() - t0) * 1000
+        return row
 
     def legs(self, query: str) -> tuple[Legs, list[str]]:
         """The legs of a hybrid search for ``query`` (no filters) and its analysed tokens, as
@@ -312,10 +355,12 @@ class HybridSearcher:
         state = self.store.state()
         tools = state.tools
         lexical = self._lexical(tokens, n, n, None, state)
-        runs = self.store.nearest_many(self.embed_query(text), limit=n, state=state)
+        rows = self.embed_request(text, True)
+        runs = self.store.nearest_many(_stacked(rows), limit=n, state=state)
+        own = runs.pop() if rows[1] is not None else runs[0]
         vector = best_of_intents(runs, n)
         fused = fuse_legs(self.config, SearchMode.HYBRID, tokens, lexical, vector, tools)
-        return Legs(lexical, vector, fused, len(runs), tools), tokens
+        return Legs(lexical, vector, fused, len(runs), tools, own), tokens
 
     def candidate_features(
         self, legs: Legs, tokens: list[str]
@@ -357,3 +402,15 @@ class HybridSearcher:
             return fused
         first = set(exact)
         return [Scored(i, 1.0) for i in exact] + [h for h in fused if h.id not in first]
+
+
+def _whole(runs: list[list[Scored]], apart: list[list[Scored]]) -> list[Scored]:
+    """The whole request's run: the one searched apart, else a single intent's run."""
+    if apart:
+        return apart[0]
+    return runs[0] if len(runs) == 1 else []
+
+
+def _stacked(rows: QueryRows) -> NDArray[np.float32]:
+    """The intents' rows, then the whole request's when it has one of its own."""
+    return rows[0] if rows[1] is None else np.vstack([rows[0], rows[1]])

@@ -4,8 +4,11 @@ A LightGBM LambdaRank model over per-(request, candidate) features (:data:`FEATU
 candidate's cosine to the request and where it stands among the vector leg's candidates (gap to
 the best, z-score, rank), its BM25 score in IDF units, relative to the best and its rank, the
 hand-set fusion's score and rank, the legs' reciprocal ranks summed as RRF does, how much of
-its name the request says; plus request-level context (intents, catalog
-size, the best cosine and BM25 evidence). Gradient-boosted trees were chosen over a linear
+its name the request says, and its cosine to the *whole* request embedded as one text (the
+vector leg embeds each intent of a request apart and keeps a tool's best, which costs requests
+that spread one need over several sentences) with its gap, z-score and rank in that text's own
+run of nearest tools; plus request-level context (intents, catalog size, the best cosine and
+BM25 evidence). Gradient-boosted trees were chosen over a linear
 model because the legs' value depends on context (BM25 counts when the request restates rare
 words, not when it shares one stray term), which trees learn without hand-made interactions;
 LambdaRank optimises the first places directly. Monotone constraints (:data:`MONOTONE`) keep
@@ -64,12 +67,22 @@ FEATURES: tuple[str, ...] = (
     "server_best_gap",
     "server_share",
     "rrf",
+    "whole_cosine",
+    "whole_gap",
+    "whole_z",
+    "whole_rank",
 )
 
 #: How each feature may move the ranker's output, in :data:`FEATURES` order (1: never down as
 #: the feature grows, -1: never up, 0: free). Evidence for a candidate may only help it, so a
 #: ranker cannot learn to punish a tool for matching the request better than its peers.
-MONOTONE: tuple[int, ...] = (0, 0, 0, 0, 0, 0, 1, 1, 1, -1, 1, 1, -1, 1, -1, 1, 1, 0, 0, 1)
+MONOTONE: tuple[int, ...] = (
+    *(0, 0, 0, 0, 0, 0, 1, 1, 1, -1, 1, 1, -1, 1, -1, 1, 1, 0, 0, 1),
+    *(1, 1, 1, -1),
+)
+
+#: The whole request's columns, last in :data:`FEATURES`.
+WHOLE_COLUMNS = 4
 
 #: The k of the reciprocal-rank feature, as in RRF.
 RRF_K = 60.0
@@ -77,13 +90,15 @@ RRF_K = 60.0
 
 @dataclass(frozen=True)
 class Legs:
-    """What one hybrid search's legs returned, best first."""
+    """What one hybrid search's legs returned, best first. ``whole``: the nearest tools to the
+    whole request embedded as one text (for a request of one intent, the vector leg's run)."""
 
     lexical: Sequence[Scored]
     vector: Sequence[Scored]
     fused: Sequence[Scored]
     intents: int
     tools: int
+    whole: Sequence[Scored] = ()
 
 
 def features(
@@ -123,6 +138,7 @@ def features(
         float(len(query)),
     ]
     rows = np.empty((len(candidates), len(FEATURES)), dtype=np.float64)
+    rows[:, -WHOLE_COLUMNS:] = _whole_columns(legs.whole, candidates)
     for i, tid in enumerate(candidates):
         c = cos.get(tid, floor_cos)
         lx = lex.get(tid, 0.0)
@@ -132,7 +148,7 @@ def features(
         rrf = 1.0 / (RRF_K + cos_rank.get(tid, len(legs.vector) + 1))
         if tid in lex_rank:
             rrf += 1.0 / (RRF_K + lex_rank[tid])
-        rows[i] = [
+        rows[i, :-WHOLE_COLUMNS] = [
             *context,
             c,
             c - best_cos,
@@ -150,6 +166,26 @@ def features(
             rrf * RRF_K,
         ]
     return rows
+
+
+def _whole_columns(run: Sequence[Scored], candidates: Sequence[str]) -> NDArray[np.float64]:
+    """Per candidate: its cosine in the whole request's run (one outside it takes the run's
+    last cosine), the gap to the run's best, its z-score and log rank in the run; zeros
+    without a run."""
+    out = np.zeros((len(candidates), WHOLE_COLUMNS), dtype=np.float64)
+    if not run:
+        return out
+    crowd = np.array([h.score for h in run], dtype=np.float64)
+    cos = {h.id: h.score for h in run}
+    place = {h.id: r for r, h in enumerate(run, 1)}
+    sims = np.array([cos.get(t, crowd[-1]) for t in candidates], dtype=np.float64)
+    rank = np.array([place.get(t, crowd.size + 1) for t in candidates], dtype=np.float64)
+    sd = float(crowd.std()) if crowd.size > 1 else 1.0
+    out[:, 0] = sims
+    out[:, 1] = sims - crowd[0]
+    out[:, 2] = (sims - crowd.mean()) / max(sd, 1e-6)
+    out[:, 3] = np.log1p(rank)
+    return out
 
 
 @lru_cache(maxsize=65536)
@@ -174,18 +210,24 @@ class Trees:
 
     def predict(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         """The sum of the trees' leaf values for each row of ``x``."""
-        if x.shape[0] == 0:
+        n = x.shape[0]
+        if n == 0:
             return np.zeros(0)
-        # Flat gathers: a row's feature value is flat[row offset + feature].
+        # Tree-major: tree t's rows sit at [t * n, (t + 1) * n), so the trees still walked at a
+        # level are a prefix; flat 1-d ``take`` gathers (a row's feature value is
+        # flat[row * width + feature]) cost about half of 2-d fancy indexing.
         flat = np.ascontiguousarray(x, dtype=np.float64).ravel()
-        offset = (np.arange(x.shape[0]) * x.shape[1])[:, None]
+        offset = np.tile(np.arange(n, dtype=np.int64) * x.shape[1], self.roots.size)
         nodes = self.value.size
-        node = np.repeat(self.roots[None, :], x.shape[0], axis=0)
+        node = np.repeat(self.roots, n)
         for k in self.active:
-            part = node[:, :k]
-            right = flat[offset + self.feature[part]] > self.threshold[part]
-            node[:, :k] = self.child[part + right * nodes]
-        out: NDArray[np.float64] = self.value[node].sum(axis=1)
+            part = node[: k * n]
+            where = self.feature.take(part)
+            where += offset[: k * n]
+            right = flat.take(where) > self.threshold.take(part)
+            part += right * nodes
+            node[: k * n] = self.child.take(part)
+        out: NDArray[np.float64] = self.value.take(node).reshape(self.roots.size, n).sum(axis=0)
         return out
 
 
