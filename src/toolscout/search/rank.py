@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -107,65 +108,103 @@ def features(
     """One row of :data:`FEATURES` per candidate. ``tokens``: the request's analysed tokens;
     ``tools``: the candidates' tools (a missing one counts as an empty tool)."""
     idf = math.log(legs.tools + 1.0)
-    cos = {h.id: h.score for h in legs.vector}
-    cos_rank = {h.id: r for r, h in enumerate(legs.vector, 1)}
-    lex = {h.id: h.score for h in legs.lexical}
-    lex_rank = {h.id: r for r, h in enumerate(legs.lexical, 1)}
-    fused = {h.id: h.score for h in legs.fused}
-    fused_rank = {h.id: r for r, h in enumerate(legs.fused, 1)}
     crowd = np.array([h.score for h in legs.vector], dtype=np.float64)
     best_cos = float(crowd[0]) if crowd.size else 0.0
     floor_cos = float(crowd[-1]) if crowd.size else 0.0
-    median = float(np.median(crowd)) if crowd.size else 0.0
-    mu = float(crowd.mean()) if crowd.size else 0.0
-    sd = float(crowd.std()) if crowd.size > 1 else 1.0
     best_lex = legs.lexical[0].score if legs.lexical else 0.0
     query = set(tokens)
-    server = {tid: tools[tid].server or tid if tid in tools else tid for tid in candidates}
-    # A tool's server peers: the best cosine among them (a request for one API often fits
-    # several of its endpoints) and their share of the vector leg's first ten.
-    server_best: dict[str, float] = {}
-    for tid in candidates:
-        s = server[tid]
-        server_best[s] = max(server_best.get(s, -1.0), cos.get(tid, floor_cos))
-    top_servers = [server.get(h.id, h.id) for h in legs.vector[:10]]
-    context = [
+    rows = np.empty((len(candidates), len(FEATURES)), dtype=np.float64)
+    rows[:, :6] = [
         float(legs.intents),
         math.log(legs.tools + 1.0),
         best_lex / idf,
         best_cos,
-        median,
+        float(np.median(crowd)) if crowd.size else 0.0,
         float(len(query)),
     ]
-    rows = np.empty((len(candidates), len(FEATURES)), dtype=np.float64)
+    cos = _column(legs.vector, candidates, floor_cos)
+    cos_rank = _places(legs.vector, candidates)
+    lex = _column(legs.lexical, candidates, 0.0)
+    lex_rank = _places(legs.lexical, candidates)
+    mu = float(crowd.mean()) if crowd.size else 0.0
+    sd = float(crowd.std()) if crowd.size > 1 else 1.0
+    rows[:, 6] = cos
+    rows[:, 7] = cos - best_cos
+    rows[:, 8] = (cos - mu) / max(sd, 1e-6)
+    rows[:, 9] = np.log1p(cos_rank)
+    rows[:, 10] = lex / idf
+    rows[:, 11] = lex / best_lex if best_lex > 0 else 0.0
+    rows[:, 12] = np.log1p(lex_rank)
+    rows[:, 13] = _column(legs.fused, candidates, 0.0)
+    rows[:, 14] = np.log1p(_places(legs.fused, candidates))
+    rows[:, 15:17] = _name_columns(candidates, query, tools)
+    rows[:, 17:19] = _server_columns(legs.vector, candidates, cos, tools)
+    # Reciprocal ranks as RRF sums them: a tool the lexical leg did not return adds nothing.
+    rrf = 1.0 / (RRF_K + cos_rank)
+    rrf += np.where(lex_rank <= len(legs.lexical), 1.0 / (RRF_K + lex_rank), 0.0)
+    rows[:, 19] = rrf * RRF_K
     rows[:, -WHOLE_COLUMNS:] = _whole_columns(legs.whole, candidates)
-    for i, tid in enumerate(candidates):
-        c = cos.get(tid, floor_cos)
-        lx = lex.get(tid, 0.0)
-        tool = tools.get(tid)
-        name = _token_set(tool.name if tool else "")
-        shared = len(name & query)
-        rrf = 1.0 / (RRF_K + cos_rank.get(tid, len(legs.vector) + 1))
-        if tid in lex_rank:
-            rrf += 1.0 / (RRF_K + lex_rank[tid])
-        rows[i, :-WHOLE_COLUMNS] = [
-            *context,
-            c,
-            c - best_cos,
-            (c - mu) / max(sd, 1e-6),
-            math.log1p(cos_rank.get(tid, len(legs.vector) + 1)),
-            lx / idf,
-            lx / best_lex if best_lex > 0 else 0.0,
-            math.log1p(lex_rank.get(tid, len(legs.lexical) + 1)),
-            fused.get(tid, 0.0),
-            math.log1p(fused_rank.get(tid, len(legs.fused) + 1)),
-            shared / len(name) if name else 0.0,
-            shared / len(query) if query else 0.0,
-            server_best[server[tid]] - best_cos,
-            top_servers.count(server[tid]) / max(1, len(top_servers)),
-            rrf * RRF_K,
-        ]
     return rows
+
+
+def _column(
+    run: Sequence[Scored], candidates: Sequence[str], missing: float
+) -> NDArray[np.float64]:
+    """Each candidate's score in ``run`` (``missing`` when it is not there)."""
+    score = {h.id: h.score for h in run}
+    return np.array([score.get(t, missing) for t in candidates], dtype=np.float64)
+
+
+def _places(run: Sequence[Scored], candidates: Sequence[str]) -> NDArray[np.float64]:
+    """Each candidate's place in ``run`` from 1 (one past its end when it is not there)."""
+    place = {h.id: r for r, h in enumerate(run, 1)}
+    missing = len(run) + 1
+    return np.array([place.get(t, missing) for t in candidates], dtype=np.float64)
+
+
+def _name_columns(
+    candidates: Sequence[str], query: set[str], tools: Mapping[str, Tool]
+) -> NDArray[np.float64]:
+    """How much of each candidate's name the request says, and how much of the request its
+    name covers."""
+    out = np.zeros((len(candidates), 2), dtype=np.float64)
+    if not query:
+        return out
+    shared: list[float] = []
+    sizes: list[float] = []
+    for tid in candidates:
+        tool = tools.get(tid)
+        name = _token_set(tool.name) if tool else frozenset()
+        shared.append(len(name & query))
+        sizes.append(len(name) or 1)
+    out[:, 0] = shared
+    out[:, 0] /= sizes
+    out[:, 1] = shared
+    out[:, 1] /= len(query)
+    return out
+
+
+def _server_columns(
+    vector: Sequence[Scored],
+    candidates: Sequence[str],
+    cos: NDArray[np.float64],
+    tools: Mapping[str, Tool],
+) -> NDArray[np.float64]:
+    """A tool's server peers: the best cosine among them (a request for one API often fits
+    several of its endpoints), as a gap to the vector leg's best, and their share of the
+    vector leg's first ten."""
+    server = {tid: tools[tid].server or tid if tid in tools else tid for tid in candidates}
+    best: dict[str, float] = {}
+    for tid, c in zip(candidates, cos.tolist(), strict=True):
+        s = server[tid]
+        best[s] = max(best.get(s, -1.0), c)
+    top = Counter(server.get(h.id, h.id) for h in vector[:10])
+    size = max(1, min(10, len(vector)))
+    best_cos = vector[0].score if vector else 0.0
+    out = np.empty((len(candidates), 2), dtype=np.float64)
+    out[:, 0] = [best[server[t]] - best_cos for t in candidates]
+    out[:, 1] = [top[server[t]] / size for t in candidates]
+    return out
 
 
 def _whole_columns(run: Sequence[Scored], candidates: Sequence[str]) -> NDArray[np.float64]:
