@@ -4,12 +4,14 @@
 
 Systems, all on toolscout's active embedding model, one index per set:
 
-* ``default`` — ``Engine.search`` (the public API, hybrid mode);
+* ``default`` — ``Engine.search`` (the public API, hybrid mode; the learned ranker re-scores
+  the fused candidates unless the settings turn it off);
 * ``learned`` — the same legs re-scored by the learned ranker (search/rank.py; ``--ranker DIR``
-  measures a refit instead of the packaged one);
+  measures a refit instead of the packaged one; the packaged one is ``default``'s);
 * ``candidate`` — with ``--candidate DIR``: a refit that also reads extra features
   (bench/fit/ranker.py ``--extra``, bench/fit/peer_view.py), compared like ``learned``;
-* ``fixed_fusion`` — the same legs in the hand-set adaptive fusion's order, no learned ranker;
+* ``fixed_fusion`` — the same legs in the hand-set adaptive fusion's order, no learned ranker
+  (``learned_vs`` / ``default_vs`` against it: the learned ranker against the hand fusion);
 * ``cosine`` — cosine over the peer text ``name + split name + server + category + description
   + parameter names and descriptions`` (bench/quality.py ``peer_text``), whole request;
 * ``bm25s`` — bm25s (English stopwords, Snowball stemmer) over the same text;

@@ -1,7 +1,10 @@
 """Fit the learned ranker (search/rank.py) and its probability calibration.
 
-    python bench/fit/ranker.py [--write] [--fixed-rounds 90] [--max-train 6000] [--db-dir DIR]
-                               [--extra GROUP ... --folder DIR]
+    python bench/fit/ranker.py [--write] [--compose 600] [--fixed-rounds 262] [--max-train 6000]
+                               [--db-dir DIR] [--extra GROUP ... --folder DIR]
+
+The packaged ranker: ``--write --fixed-rounds 262`` (early stopping on the dev requests chose
+262 rounds; ``--compose`` is 600 unless given).
 
 Data: the ``train`` requests of ``data/natural``, each searched over its source's whole
 catalog: MetaTool's at most ``--max-train`` (an even stride) of those the packaged embedder did
@@ -9,7 +12,11 @@ catalog: MetaTool's at most ``--max-train`` (an even stride) of those the packag
 right, which taught an earlier ranker to trust it blindly), Gorilla APIBench's and BFCL's all.
 Candidates are the first 100 hits of the hand-set fusion (the hard negatives the legs mine
 themselves), labelled 1 when the tool is a gold tool. Splits are by tool
-(data/natural/README.md), so no dev tool is the gold of a training request.
+(data/natural/README.md), so no dev tool is the gold of a training request. ``--compose N``
+adds N two-part requests per source, each two training requests for different tools joined as
+"A. B" with both gold: the training splits hold few requests of several intents each served by
+its own tool, and without them the whole request's cosine taught the ranker to lose the second
+tool of such requests (ToolBench G2/G3, Seal-Tools: docs/benchmarks/ranking.md).
 
 Model: LightGBM LambdaRank with monotone constraints (search/rank.py ``MONOTONE``: evidence
 for a candidate never lowers it), early-stopped on the ``dev`` requests of the same sources
@@ -336,7 +343,7 @@ def parse() -> argparse.Namespace:
         help="where --write puts the files (default: the packaged ranker's)")  # fmt: skip
     add("--db-dir", type=Path, default=ROOT / "bench" / "out" / "ranking" / "db")
     add("--cache", type=Path, default=ROOT / "bench" / "out" / "ranking" / "legs")
-    add("--compose", type=int, default=0,
+    add("--compose", type=int, default=600,
         help="two-part requests composed of training requests, per source")  # fmt: skip
     add("--extra", nargs="*", default=[], choices=list(GROUPS),
         help="extra feature groups (bench/fit/peer_view.py): second views of tools")  # fmt: skip

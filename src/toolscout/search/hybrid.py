@@ -16,15 +16,15 @@ fixes both:
   and each intent is also fused on its own, so the best tool for *one* intent ranks as high as
   the best tool for the whole request ("book a meeting *and email her the agenda*").
 
-With ``learned_ranker`` on, a learned model re-orders the first fused candidates and its
-probabilities are the scores (``search/rank.py``). It also reads the cosine of the *whole*
-request embedded as one text: for a request of several intents that text is embedded in the
-same call as the intents and gets its own row of the vector leg's ``nearest_many``; a request
-of one intent is that text already. With the ranker off, neither is made. Otherwise scores come from
-``search/calibration.py``: a hit's score is the probability that the tool
-serves the request, comparable across requests; a request that no indexed tool is likely to
-serve (judged from the legs before fusion: the vector leg's closest tool, the catalog's size)
-is a ``no_match``.
+With ``learned_ranker`` on (the default), a learned model re-orders the first fused
+candidates and its probabilities are the scores (``search/rank.py``). It also reads the cosine
+of the *whole* request embedded as one text: for a request of several intents that text is
+embedded in the same call as the intents and gets its own row of the vector leg's
+``nearest_many``; a request of one intent is that text already. With the ranker off, neither is
+made, and scores come from ``search/calibration.py``: a hit's score is the probability that
+the tool serves the request, comparable across requests. Either way, a request that no indexed
+tool is likely to serve (judged from the legs before fusion: the vector leg's closest tool, the
+catalog's size) is a ``no_match``.
 """
 
 from __future__ import annotations
@@ -368,7 +368,8 @@ class HybridSearcher:
         """The candidates the ranker re-scores (the first ``candidates`` fused hits) and their
         feature rows (search/rank.py); the fit script reads the same rows."""
         ids = [h.id for h in legs.fused[: self.config.candidates]]
-        return ids, features(legs, ids, tokens, self.store.tools.get_many(ids))
+        # Names and servers only: no schema is read (nor fails to decode) for ranking.
+        return ids, features(legs, ids, tokens, self.store.tools.get_light(ids))
 
     def _rerank(
         self, ranker: Ranker, legs: Legs, tokens: list[str]

@@ -14,13 +14,14 @@ words, not when it shares one stray term), which trees learn without hand-made i
 LambdaRank optimises the first places directly. Monotone constraints (:data:`MONOTONE`) keep
 it from learning to punish a candidate for more evidence.
 
-The model is LightGBM's own text dump (``ranker.txt``), evaluated here with numpy (every tree
-walked at once, one step per level), so serving needs no LightGBM. It is off by default
-(``SearchConfig.learned_ranker``): it does not beat every same-model baseline on every dev
-set (docs/benchmarks/ranking.md). ``ranker.json`` beside it records the file's sha256 (checked
-at load), the feature names, the command that fitted it, and the logistic calibration that
-maps the ranker's output and its context (:data:`CALIBRATION_INPUTS`) to the probability that
-the candidate is a right tool. Refit both with ``python bench/fit/ranker.py --write``.
+The model is LightGBM's own text dump (``ranker.txt``), evaluated with numpy
+(search/forest.py), so serving needs no LightGBM. It is on by default
+(``SearchConfig.learned_ranker``): on no dev set is it significantly worse than the hand-set
+fusion, and on average it is better (docs/benchmarks/ranking.md). ``ranker.json`` beside it
+records the file's sha256 (checked at load), the feature names, the command that fitted it,
+and the logistic calibration that maps the ranker's output and its context
+(:data:`CALIBRATION_INPUTS`) to the probability that the candidate is a right tool. Refit both
+with ``python bench/fit/ranker.py --write --fixed-rounds 262``.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from numpy.typing import NDArray
 
 from toolscout.errors import ConfigError
 from toolscout.models import Scored, Tool
+from toolscout.search.forest import Forest, parse_lightgbm
 from toolscout.search.text import analyze
 
 MODEL_FILE = "ranker.txt"
@@ -233,102 +235,6 @@ def _token_set(name: str) -> frozenset[str]:
     return frozenset(analyze(name))
 
 
-@dataclass(frozen=True)
-class Trees:
-    """A forest packed for level-wise evaluation: every node of every tree in flat arrays; a
-    leaf points to itself. Trees are ordered deepest first and ``active[level]`` says how many
-    still have splits at that level, so shallow trees stop being walked once they are done."""
-
-    feature: NDArray[np.int64]
-    threshold: NDArray[np.float64]
-    #: A node's left child at ``child[node]``, its right one at ``child[node + nodes]``.
-    child: NDArray[np.int64]
-    value: NDArray[np.float64]
-    roots: NDArray[np.int64]
-    active: tuple[int, ...]
-
-    def predict(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
-        """The sum of the trees' leaf values for each row of ``x``."""
-        n = x.shape[0]
-        if n == 0:
-            return np.zeros(0)
-        # Tree-major: tree t's rows sit at [t * n, (t + 1) * n), so the trees still walked at a
-        # level are a prefix; flat 1-d ``take`` gathers (a row's feature value is
-        # flat[row * width + feature]) cost about half of 2-d fancy indexing.
-        flat = np.ascontiguousarray(x, dtype=np.float64).ravel()
-        offset = np.tile(np.arange(n, dtype=np.int64) * x.shape[1], self.roots.size)
-        nodes = self.value.size
-        node = np.repeat(self.roots, n)
-        for k in self.active:
-            part = node[: k * n]
-            where = self.feature.take(part)
-            where += offset[: k * n]
-            right = flat.take(where) > self.threshold.take(part)
-            part += right * nodes
-            node[: k * n] = self.child.take(part)
-        out: NDArray[np.float64] = self.value.take(node).reshape(self.roots.size, n).sum(axis=0)
-        return out
-
-
-def parse_lightgbm(text: str) -> Trees:
-    """Read LightGBM's text model (numerical splits only, as the fit script trains them).
-
-    Raises:
-        ConfigError: the text is not such a model.
-    """
-    blocks = [b.strip() for b in text.split("\n\n") if b.strip().startswith("Tree=")]
-    if not blocks:
-        raise ConfigError("ranker model holds no trees")
-    # Columns: feature, threshold, left, right, value; one row per node of every tree.
-    nodes: list[tuple[int, float, int, int, float]] = []
-    roots: list[tuple[int, int]] = []  # (levels, root node)
-    for block in blocks:
-        kv = dict(line.split("=", 1) for line in block.splitlines() if "=" in line)
-        if any(int(d) & 1 for d in kv.get("decision_type", "").split()):
-            raise ConfigError("ranker model has categorical splits; this code reads numerical ones")
-        tree, levels = _tree(kv, len(nodes))
-        roots.append((levels, len(nodes)))
-        nodes.extend(tree)
-    roots.sort(key=lambda r: -r[0])
-    cols = list(zip(*nodes, strict=True))
-    return Trees(
-        np.array(cols[0], dtype=np.int64),
-        np.array(cols[1], dtype=np.float64),
-        np.array(cols[2] + cols[3], dtype=np.int64),
-        np.array(cols[4], dtype=np.float64),
-        np.array([r for _, r in roots], dtype=np.int64),
-        tuple(sum(1 for lv, _ in roots if lv > level) for level in range(roots[0][0])),
-    )
-
-
-def _tree(kv: dict[str, str], base: int) -> tuple[list[tuple[int, float, int, int, float]], int]:
-    """One tree's nodes numbered from ``base`` (internal nodes keep LightGBM's numbers, leaf j
-    becomes node ``inner + j``; a leaf points to itself), and its depth."""
-    leaves = [float(v) for v in kv["leaf_value"].split()]
-    split = [int(v) for v in kv.get("split_feature", "").split()]
-    left = [int(v) for v in kv.get("left_child", "").split()]
-    right = [int(v) for v in kv.get("right_child", "").split()]
-    threshold = [float(v) for v in kv.get("threshold", "").split()]
-    inner = len(split)
-
-    def node(child: int) -> int:
-        return base + (child if child >= 0 else inner + ~child)
-
-    out = [(split[i], threshold[i], node(left[i]), node(right[i]), 0.0) for i in range(inner)]
-    out.extend((0, math.inf, base + inner + j, base + inner + j, v) for j, v in enumerate(leaves))
-    return out, _depth(left, right) if inner else 0
-
-
-def _depth(left: list[int], right: list[int]) -> int:
-    """The longest root-to-leaf path of one tree (children < 0 are leaves)."""
-    deepest, stack = 0, [(0, 1)]
-    while stack:
-        node, level = stack.pop()
-        deepest = max(deepest, level)
-        stack.extend((c, level + 1) for c in (left[node], right[node]) if c >= 0)
-    return deepest
-
-
 #: The calibration's inputs per candidate: the ranker's output, its gap to the request's best,
 #: the candidate's place (log of 1 + its 0-based position), and evidence that means the same
 #: in any catalog (the cosine and its gap, BM25 in IDF units, the catalog's size).
@@ -369,7 +275,7 @@ class Ranker:
     """The packaged model: trees, the features they read, and the logistic map from the
     ranker's output and its context to the probability that a candidate is a right tool."""
 
-    trees: Trees
+    trees: Forest
     features: tuple[str, ...]
     #: Weights of :data:`CALIBRATION_INPUTS`, then the intercept.
     calibration: tuple[float, ...]
