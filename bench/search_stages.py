@@ -18,14 +18,17 @@ same query before the next query, so load on a shared machine hits every variant
   does; the other variants run the legs one after the other, ``parallel_legs`` off);
 * ``hashed_hits`` - ``shipped`` with the result's tools built the previous way: each stored
   row through the ``Tool`` constructor, which hashes its fields again (the stored hash then
-  replaces it), so the ``hits`` stage of the two shows what reading the stored hash saves.
+  replaces it), so the ``hits`` stage of the two shows what reading the stored hash saves;
+* ``hand_fusion`` - ``shipped`` with the learned ranker off: the hand-set fusion's order, no
+  whole-request row (what the learned ranker and its whole-request cosine cost).
 
 The legs are the product's for the catalog's size (at 100k: the HNSW shard and the posting
 index). Printed per request kind and variant: total wall p50 / p95 / p99, process CPU per search
 (p50), each stage's p50 / p95 (embedding, lexical leg, vector leg, hits; ``other``: the rest,
 the wall time less the stages, so below zero where the embedding ran beside the lexical leg),
 the share of searches a garbage collection ran in and its longest pause, and whether every
-variant returned the same ids and scores as the first (they must: no variant changes results).
+variant returned the same ids and scores as the first (they must: no variant but
+``hand_fusion`` changes results).
 Read timings as ratios within one run; take figures from a quiet machine only.
 """
 
@@ -57,7 +60,9 @@ from toolscout.models import ItemType, Scored, SearchMode, Tool
 from toolscout.store.sql import tools as tool_rows
 from toolscout.store.sqlite.ann.shard import EdgeIndex
 
-VARIANTS = ("previous", "one_thread", "split", "shipped", "hashed_hits")
+VARIANTS = ("previous", "one_thread", "split", "shipped", "hashed_hits", "hand_fusion")
+#: Variants that rank otherwise, left out of the same-answers check.
+RANKS_OTHERWISE = ("hand_fusion",)
 STAGES = ("embed", "lexical", "vector", "hits")
 SHIPPED_NEAREST = EdgeIndex.nearest_many
 SHIPPED_LIGHT_TOOL = tool_rows.row_to_light_tool
@@ -113,10 +118,11 @@ def _use(engine: Engine, variant: str) -> None:
     saved = model.__dict__.setdefault("_bench_saved", (model._query_session, model._split_queries))
     previous = variant == "previous"
     model._query_session = model._session if previous else saved[0]
-    shipped = variant in ("shipped", "hashed_hits")
+    shipped = variant in ("shipped", "hashed_hits", "hand_fusion")
     model._split_queries = saved[1] and (shipped or variant == "split")
     searcher = engine.search_service.searcher
-    searcher.config = replace(searcher.config, parallel_legs=shipped)
+    learned = variant != "hand_fusion"
+    searcher.config = replace(searcher.config, parallel_legs=shipped, learned_ranker=learned)
     hashed = variant == "hashed_hits"
     tool_rows.row_to_light_tool = _hashed_light_tool if hashed else SHIPPED_LIGHT_TOOL  # type: ignore[assignment]
     EdgeIndex.nearest_many = _payload_nearest if previous else SHIPPED_NEAREST  # type: ignore[method-assign]
@@ -127,7 +133,7 @@ def _stages(engine: Engine, into: dict[str, float]) -> Iterator[None]:
     """Time the stages of each search into ``into`` (ms), by wrapping the objects' methods."""
     service = engine.search_service
     targets: list[tuple[Any, str, str]] = [
-        (service.searcher, "embed_query", "embed"),
+        (service.searcher, "embed_request", "embed"),
         (engine.store, "lexical", "lexical"),
         (engine.store, "nearest_many", "vector"),
         (service.hierarchical, "hits", "hits"),
@@ -226,20 +232,34 @@ def measure(engine: Engine, queries: list[str], variants: list[str]) -> dict[str
                 other = wall - sum(stage.get(s, 0.0) for s in STAGES)
                 rows[v].append({**stage, "total": wall, "cpu": cpu, "other": other,
                                 "gc": sum(pauses)})  # fmt: skip
-                answers.append([(t.tool.id, t.score) for t in found.tools])
+                if v not in RANKS_OTHERWISE:
+                    answers.append([(t.tool.id, t.score) for t in found.tools])
             same = same and all(a == answers[0] for a in answers)
     finally:
         gc.callbacks.remove(on_gc)
     out: dict[str, Any] = {v: _summary(r) for v, r in rows.items()}
-    if "hashed_hits" in rows and "shipped" in rows:
-        shipped, hashed = (out[v]["stages_p50_p95"]["hits"][0] for v in ("shipped", "hashed_hits"))
-        out["hits_shipped_over_hashed_p50"] = round(shipped / hashed, 3) if hashed else None
-    if "previous" in rows and "shipped" in rows:
-        out["shipped_over_previous_p95"] = round(
-            out["shipped"]["total_p95"] / out["previous"]["total_p95"], 3
-        )
+    out.update(_ratios(out))
     out["same_answers"] = same
     return out
+
+
+def _ratios(out: dict[str, Any]) -> dict[str, float | None]:
+    """The shipped path against the others: the hits stage against ``hashed_hits``, p95 against
+    ``previous``, p50 and p95 against ``hand_fusion``."""
+    ratios: dict[str, float | None] = {}
+    if "hashed_hits" in out and "shipped" in out:
+        shipped, hashed = (out[v]["stages_p50_p95"]["hits"][0] for v in ("shipped", "hashed_hits"))
+        ratios["hits_shipped_over_hashed_p50"] = round(shipped / hashed, 3) if hashed else None
+    if "previous" in out and "shipped" in out:
+        ratios["shipped_over_previous_p95"] = round(
+            out["shipped"]["total_p95"] / out["previous"]["total_p95"], 3
+        )
+    if "hand_fusion" in out and "shipped" in out:
+        for q in ("p50", "p95"):
+            ratios[f"shipped_over_hand_fusion_{q}"] = round(
+                out["shipped"][f"total_{q}"] / out["hand_fusion"][f"total_{q}"], 3
+            )
+    return ratios
 
 
 def main() -> int:
