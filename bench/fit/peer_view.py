@@ -46,16 +46,9 @@ from numpy.typing import NDArray
 from quality import peer_text
 from toolscout.embed.base import Embedder
 from toolscout.models import Scored
+from toolscout.search.forest import parse_lightgbm
 from toolscout.search.hybrid import HybridSearcher
-from toolscout.search.rank import (
-    FEATURES,
-    META_FILE,
-    MODEL_FILE,
-    Legs,
-    Ranker,
-    parse_lightgbm,
-    rerank,
-)
+from toolscout.search.rank import FEATURES, META_FILE, MODEL_FILE, Legs, Ranker, rerank
 from toolscout.search.text import split_identifier
 
 #: Feature names and monotone directions of each group, in column order.
