@@ -33,10 +33,11 @@ that has just warmed the caches with the same query.
 The legs are the product's for the catalog's size (at 100k: the HNSW shard and the posting
 index). Printed per request kind and variant: total wall p50 / p95 / p99, process CPU per search
 (p50), each stage's p50 / p95 (embedding, lexical leg, vector leg, hits; ``other``: the rest,
-the wall time less the stages, so below zero where the legs overlapped), the share of searches
-a garbage collection ran in, its longest pause and the share with a full (generation 2)
-collection, and whether every variant returned the same ids and scores as the first (they
-must: no variant changes results).
+the wall time less the stages, so below zero where the legs overlapped), when the embedding
+began after the search did and how long the vector leg then waited for its vectors (p50 / p95),
+the share of searches a garbage collection ran in, its longest pause and the share with a full
+(generation 2) collection, and whether every variant returned the same ids and scores as the
+first (they must: no variant changes results).
 Read timings as ratios within one run; take figures from a quiet machine only.
 """
 
@@ -174,8 +175,11 @@ def _use(engine: Engine, variant: str) -> None:
 
 
 @contextmanager
-def _stages(engine: Engine, into: dict[str, float]) -> Iterator[None]:
-    """Time the stages of each search into ``into`` (ms), by wrapping the objects' methods."""
+def _stages(
+    engine: Engine, into: dict[str, float], marks: dict[str, tuple[float, float]]
+) -> Iterator[None]:
+    """Time the stages of each search into ``into`` (ms), by wrapping the objects' methods;
+    ``marks``: each stage's (last) start and end (``perf_counter`` seconds)."""
     service = engine.search_service
     targets: list[tuple[Any, str, str]] = [
         (service.searcher, "embed_query", "embed"),
@@ -191,7 +195,9 @@ def _stages(engine: Engine, into: dict[str, float]) -> Iterator[None]:
             try:
                 return f(*args, **kwargs)
             finally:
-                into[label] = into.get(label, 0.0) + (time.perf_counter() - t0) * 1000
+                t1 = time.perf_counter()
+                into[label] = into.get(label, 0.0) + (t1 - t0) * 1000
+                marks[label] = (t0, t1)
 
         return run
 
@@ -239,6 +245,7 @@ def _summary(rows: list[dict[str, float]]) -> dict[str, Any]:
     out: dict[str, Any] = {f"total_p{q}": p("total", q) for q in (50, 95, 99)}
     out["cpu_p50"] = p("cpu", 50)
     out["stages_p50_p95"] = {s: [p(s, 50), p(s, 95)] for s in (*STAGES, "other")}
+    out["handoff_p50_p95"] = {s: [p(s, 50), p(s, 95)] for s in ("embed_start", "vector_wait")}
     out["gc_share"] = round(sum(1 for r in rows if r["gc"] > 0) / len(rows), 3)
     out["gc_max_ms"] = round(max(r["gc"] for r in rows), 2)
     out["gc_full_share"] = round(sum(r["gc_full"] for r in rows) / len(rows), 4)
@@ -251,8 +258,9 @@ def _timed_search(
     """One search's timings (``pauses``: the collections it saw, filled by a gc callback) and
     its answer."""
     stage: dict[str, float] = {}
+    marks: dict[str, tuple[float, float]] = {}
     pauses.clear()
-    with _stages(engine, stage):
+    with _stages(engine, stage, marks):
         t0, c0 = time.perf_counter(), time.process_time()
         found = engine.search(q, mode=SearchMode.HYBRID, limit=10)
         wall = (time.perf_counter() - t0) * 1000
@@ -261,6 +269,10 @@ def _timed_search(
     full = float(any(g == 2 for g, _ in pauses))
     gc_ms = sum(ms for _, ms in pauses)
     row = {**stage, "total": wall, "cpu": cpu, "other": other, "gc": gc_ms, "gc_full": full}
+    # When the embedding began after the search did, and how long the vector leg then waited
+    # for its vectors (a hand-off between threads, or nothing).
+    row["embed_start"] = (marks["embed"][0] - t0) * 1000
+    row["vector_wait"] = (marks["vector"][0] - marks["embed"][1]) * 1000
     return row, [(t.tool.id, t.score) for t in found.tools]
 
 
