@@ -186,7 +186,9 @@ def test_a_clear_request_matches_fewer_skills_than_a_vague_one(skills_engine: En
     assert 1 <= len(clear.matched_skills) < len(vague.matched_skills) <= limit
     assert clear.matched_skills[0].skill.id == "email"
     unbounded = skills_engine.find(
-        hierarchical("send an email message to my colleague", skill_coverage=1.0)
+        hierarchical(
+            "send an email message to my colleague", skill_coverage=1.0, skill_threshold=0.0
+        )
     )
     assert len(unbounded.matched_skills) > len(clear.matched_skills)
     assert [m.skill.id for m in unbounded.matched_skills][: len(clear.matched_skills)] == [
