@@ -58,7 +58,7 @@ CASES: dict[str, tuple[list[str], str]] = {
     "skills_quality": (["skills.py", "quality", "seal_tools"],
                        r"\| strategy \| hit@3 \| nDCG@10 \| recall@10 \|"),
     "skills_routing": (["skills.py", "routing", "--max-dev", "3", "--sets", "single_intent"],
-                       r"\| single_intent \(\d+\) \| [\d.]+ % \|"),
+                       r"\| single_intent \(\d+\) \| [\d.]+ → \*\*[\d.]+ %\*\* \| [\d.]+ \|"),
     "skills_classify": (["skills.py", "classify", "livemcpbench"], r"livemcpbench: \d+ tools"),
     "skills_latency": (["skills.py", "latency", "short", "--size", "250", "--runs", "5"],
                        r"hierarchical: p50 [\d.]+ ms"),
