@@ -25,15 +25,16 @@ OPENAPI_DATA = ROOT / "tests" / "data" / "openapi_quality"
 #: own output folder; ``{catalog}`` the tiny scale catalog; ``{db}`` an index of it.
 CASES: dict[str, tuple[list[str], str]] = {
     "latency_search": (["latency.py", "search", "--sizes", "250", "--queries", "4"],
-                       r'"ann_postings_hybrid": \{"p50".*"bm25_postings": \{"p50"'),
+                       r'"ann_postings_hybrid": \{"p50".*"bm25_postings": \{"p50"'
+                       r'.*"ann_postings": \{"leg".*"short_hybrid": \{"p50"'),
     "embedding_documents": (["embedding_cost.py", "documents", "--size", "20"],
                             r'"sorted_tools_per_s"'),
     "embedding_queries": (["embedding_cost.py", "queries", "--rounds", "1"],
                           r'"speedup_vs_exact_alone"'),
     "search_stages": (["search_stages.py", "--keep", "{out}/keep", "--size", "250",
                        "--queries", "6"],
-                      r'"shipped_over_previous_p95": [\d.]+, "shipped_over_hand_fusion_p50": '
-                      r'[\d.]+, "shipped_over_hand_fusion_p95": [\d.]+, "same_answers": true'),
+                      r'"shipped_over_hand_fusion_p95": [\d.]+, "shipped_over_previous_p95": '
+                      r'[\d.]+, "same_answers": true'),
     "query_threads": (["query_threads.py", "--queries", "3", "--rounds", "1"],
                       r'\{"median": \{"spin": \{"wall_ms": '),
     "latency_crossover": (["latency.py", "crossover", "--sizes", "250", "--queries", "4"],
@@ -58,7 +59,7 @@ CASES: dict[str, tuple[list[str], str]] = {
     "skills_quality": (["skills.py", "quality", "seal_tools"],
                        r"\| strategy \| hit@3 \| nDCG@10 \| recall@10 \|"),
     "skills_routing": (["skills.py", "routing", "--max-dev", "3", "--sets", "single_intent"],
-                       r"\| single_intent \(\d+\) \| [\d.]+ % \|"),
+                       r"\| single_intent \(\d+\) \| [\d.]+ → \*\*[\d.]+ %\*\* \| [\d.]+ \|"),
     "skills_classify": (["skills.py", "classify", "livemcpbench"], r"livemcpbench: \d+ tools"),
     "skills_latency": (["skills.py", "latency", "short", "--size", "250", "--runs", "5"],
                        r"hierarchical: p50 [\d.]+ ms"),
