@@ -73,6 +73,18 @@ def test_packaged_ranker_matches_lightgbm_on_random_rows() -> None:
     assert np.allclose(load_ranker().scores(x), booster.predict(x), atol=1e-9)
 
 
+def test_values_on_a_split_threshold_and_zeros_go_where_lightgbm_sends_them() -> None:
+    text = (_packaged() / MODEL_FILE).read_text("utf-8")
+    forest = parse_lightgbm(text)
+    x = np.random.default_rng(5).normal(size=(len(forest.features) * 3, len(FEATURES)))
+    x[::4] = 0.0
+    for j, (feature, cuts) in enumerate(zip(forest.features, forest.thresholds, strict=True)):
+        # LightGBM reads |x| <= 1e-35 as 0 (its zero bin's edge); no feature takes such values.
+        cuts = cuts[np.abs(cuts) > 1e-30]
+        x[3 * j : 3 * j + 3, feature] = cuts[[0, cuts.size // 2, -1]]
+    assert np.allclose(forest.predict(x), lgb.Booster(model_str=text).predict(x), atol=1e-9)
+
+
 def test_an_altered_model_file_is_refused(tmp_path: Path) -> None:
     for name in (MODEL_FILE, META_FILE):
         shutil.copy(_packaged() / name, tmp_path / name)
