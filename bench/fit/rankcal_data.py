@@ -11,11 +11,12 @@ says which variant reads which):
   model, so the packaged ranker's output on them is what a user's request gets;
 * ``gorilla_apibench``, ``bfcl``: every training request (the embedder learned from all of
   them, and so did the ranker);
-* ``composed``: two-part requests "A. B" made of two MetaTool requests neither model saw, for
-  different tools, both tools gold (seed 5): requests with several right tools, which the
-  training splits hardly hold;
+* ``composed``: two-part requests "A. B" (and three-part ones "A. B. C") made of MetaTool
+  requests neither model saw, for different tools, every part's tool gold: requests with
+  several right tools, which the training splits hardly hold;
 * dev: the ``dev`` requests of every set ``bench/ranking.py`` reports (the same even stride of
-  at most 400), for choosing and for the report.
+  at most 400), for choosing and for the report, and two- and three-part requests composed of
+  MetaTool's dev requests (``composed_dev``).
 """
 
 from __future__ import annotations
@@ -50,7 +51,14 @@ DEV_SETS = (
 )
 #: The dev sets a variant is chosen on (data/natural and the repository's own dev halves);
 #: the others are reported only.
-CHOOSE_ON = ("metatool", "gorilla_apibench", "bfcl", "livemcp_paraphrase", "single_intent")
+CHOOSE_ON = (
+    "metatool",
+    "gorilla_apibench",
+    "bfcl",
+    "livemcp_paraphrase",
+    "single_intent",
+    "composed_dev",
+)
 
 
 @dataclass(frozen=True)
@@ -118,24 +126,43 @@ def training(db_dir: Path, cache: Path, max_train: int) -> dict[str, list[Search
     return out
 
 
-def composed(db_dir: Path, cache: Path, base: list[Searched], count: int) -> list[Searched]:
-    """``count`` two-part requests of the module docstring, from ``base``'s requests that
-    neither model saw."""
-    pool = [(s.text, s.gold) for s in base if not s.ranker_saw]
-    rng = random.Random(5)
+def compose(
+    pool: list[tuple[str, tuple[str, ...]]], count: int, parts: int, seed: int
+) -> list[tuple[str, tuple[str, ...], bool]]:
+    """``count`` requests of ``parts`` requests of ``pool`` each, joined as sentences, each
+    part for other tools than the rest; every part's gold is gold."""
+    rng = random.Random(seed)
     asked: list[tuple[str, tuple[str, ...], bool]] = []
-    while len(asked) < count and len(pool) > 1:
-        (a, gold_a), (b, gold_b) = rng.sample(pool, 2)
-        if set(gold_a) & set(gold_b):
-            continue
-        first, second = a.strip().rstrip(".!?"), b.strip()
-        asked.append((f"{first}. {second[:1].upper()}{second[1:]}"[:1000], gold_a + gold_b, False))
+    while len(asked) < count and len(pool) >= parts:
+        picked = rng.sample(pool, parts)
+        golds = [set(g) for _, g in picked]
+        if len(set().union(*golds)) < sum(len(g) for g in golds):
+            continue  # two parts for one tool
+        texts = [t.strip().rstrip(".!?") for t, _ in picked]
+        text = ". ".join(t[:1].upper() + t[1:] for t in texts) + "."
+        gold = tuple(g for _, gs in picked for g in gs)
+        asked.append((text[:1000], gold, False))
+    return asked
+
+
+def composed(
+    db_dir: Path, cache: Path, base: list[Searched], count: int, parts: int = 2
+) -> list[Searched]:
+    """``count`` training requests of ``parts`` parts each (see the module docstring), from
+    ``base``'s requests that neither model saw."""
+    pool = [(s.text, s.gold) for s in base if not s.ranker_saw]
+    asked = compose(pool, count, parts, 5 if parts == 2 else 5 + parts)
     sets = all_sets(ROOT / "data" / "natural")
-    return _cached(cache / f"composed_{len(base)}_{count}.pkl", sets["metatool"], asked, db_dir)
+    name = f"composed{'' if parts == 2 else parts}_{len(base)}_{count}.pkl"
+    return _cached(cache / name, sets["metatool"], asked, db_dir)
 
 
-def dev(db_dir: Path, cache: Path, max_queries: int) -> dict[str, list[Searched]]:
-    """The dev requests of every set of :data:`DEV_SETS` that is present."""
+def dev(
+    db_dir: Path, cache: Path, max_queries: int, composed: int = 150
+) -> dict[str, list[Searched]]:
+    """The dev requests of every set of :data:`DEV_SETS` that is present, and ``composed_dev``:
+    ``composed`` two-part and as many three-part requests made of MetaTool's dev requests (seed
+    11), the only dev requests of the sets chosen on with several right tools."""
     sets = all_sets(ROOT / "data" / "natural")
     out: dict[str, list[Searched]] = {}
     for name in DEV_SETS:
@@ -146,6 +173,10 @@ def dev(db_dir: Path, cache: Path, max_queries: int) -> dict[str, list[Searched]
         reqs = [r for r in load_requests(ds, max_queries) if r.split == "dev"]
         asked = [(r.text, r.gold, False) for r in reqs]
         out[name] = _cached(cache / f"dev_{name}_{max_queries}.pkl", ds, asked, db_dir)
+    pool = [(r.text, r.gold) for r in load_requests(sets["metatool"], 0) if r.split == "dev"]
+    asked = [a for parts in (2, 3) for a in compose(pool, composed, parts, 11 + parts)]
+    key = cache / f"dev_composed_{composed}.pkl"
+    out["composed_dev"] = _cached(key, sets["metatool"], asked, db_dir)
     return out
 
 
@@ -179,7 +210,7 @@ def orders(
     if path.is_file():
         cached: list[list[str]] = json.loads(path.read_text("utf-8"))
         return cached
-    ds = all_sets(ROOT / "data" / "natural")[name]
+    ds = all_sets(ROOT / "data" / "natural")[rows[0].source if rows else name]
     engine, _ = open_index(db_dir / f"{ds.name}.db", ds.tools, ds.name)
     config = replace(engine.searcher.config, learned_ranker=True)
     searcher = HybridSearcher(engine.store, engine.embedder, config, ranker=ranker)

@@ -34,8 +34,10 @@ from toolscout.errors import ConfigError
 CALIBRATION_FILE = "rankcal.json"
 
 #: Inputs computed from the ranker's output for one request's candidates: the output itself,
-#: its gap to the request's best, and the candidate's place (log of 1 + its 0-based position).
-DERIVED: tuple[str, ...] = ("raw", "raw_gap", "position")
+#: its gap to the request's best, the candidate's place (log of 1 + its 0-based position), and
+#: its lead over the best of the others (the first hit's margin over the second; for any other,
+#: its gap to the first). Each grows with the output within a request.
+DERIVED: tuple[str, ...] = ("raw", "raw_gap", "position", "lead")
 
 
 @dataclass(frozen=True)
@@ -153,9 +155,20 @@ def design(
             cols.append(raw - raw.max())
         elif name == "position":
             cols.append(np.log1p(positions(raw).astype(np.float64)))
+        elif name == "lead":
+            cols.append(_lead(raw))
         else:
             cols.append(x[:, list(features).index(name)])
     return np.column_stack(cols) if cols else np.zeros((raw.size, 0))
+
+
+def _lead(raw: NDArray[np.float64]) -> NDArray[np.float64]:
+    if raw.size < 2:
+        return np.zeros(raw.size)
+    first, second = np.partition(raw, raw.size - 2)[-1:-3:-1]
+    out: NDArray[np.float64] = raw - first
+    out[raw >= first] = first - second
+    return out
 
 
 def load_rank_calibration(
