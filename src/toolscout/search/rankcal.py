@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -64,10 +65,14 @@ class RankCalibration:
     provenance: str = ""
 
     def logistic(
-        self, raw: NDArray[np.float64], x: NDArray[np.float64], features: Sequence[str]
+        self,
+        raw: NDArray[np.float64],
+        x: NDArray[np.float64],
+        features: Sequence[str],
+        place: NDArray[np.int64] | None = None,
     ) -> NDArray[np.float64]:
         """Stage 1 for one request's candidates (``x``: rows of ``features``)."""
-        z = design(self.inputs, raw, x, features) @ np.asarray(self.coef) + self.intercept
+        z = design(self.inputs, raw, x, features, place) @ np.asarray(self.coef) + self.intercept
         out: NDArray[np.float64] = 1.0 / (1.0 + np.exp(-np.clip(z, -50.0, 50.0)))
         return out
 
@@ -77,11 +82,12 @@ class RankCalibration:
         """The probability that each of one request's candidates is a right tool."""
         if raw.size == 0:
             return np.zeros(0)
-        p = self.logistic(raw, x, features)
+        place = positions(raw)
+        p = self.logistic(raw, x, features, place)
         if not self.bands:
             return p
         starts = np.array([b.start for b in self.bands])
-        band_of = np.searchsorted(starts, positions(raw), side="right") - 1
+        band_of = np.searchsorted(starts, place, side="right") - 1
         out = p.copy()  # places before the first band (none as fitted) keep stage 1
         for i, band in enumerate(self.bands):
             inside = band_of == i
@@ -143,23 +149,35 @@ def positions(raw: NDArray[np.float64]) -> NDArray[np.int64]:
 
 
 def design(
-    inputs: Sequence[str], raw: NDArray[np.float64], x: NDArray[np.float64], features: Sequence[str]
+    inputs: Sequence[str],
+    raw: NDArray[np.float64],
+    x: NDArray[np.float64],
+    features: Sequence[str],
+    place: NDArray[np.int64] | None = None,
 ) -> NDArray[np.float64]:
     """One row of ``inputs`` per candidate of one request (``x``: its rows of ``features``,
-    ``raw``: the ranker's output for them)."""
-    cols: list[NDArray[np.float64]] = []
-    for name in inputs:
-        if name == "raw":
-            cols.append(raw)
+    ``raw``: the ranker's output for them; ``place``: their :func:`positions`, if known)."""
+    out = np.empty((raw.size, len(inputs)))
+    for j, (name, col) in enumerate(
+        zip(inputs, _columns(tuple(inputs), tuple(features)), strict=True)
+    ):
+        if col >= 0:
+            out[:, j] = x[:, col]
+        elif name == "raw":
+            out[:, j] = raw
         elif name == "raw_gap":
-            cols.append(raw - raw.max())
+            out[:, j] = raw - raw.max()
         elif name == "position":
-            cols.append(np.log1p(positions(raw).astype(np.float64)))
-        elif name == "lead":
-            cols.append(_lead(raw))
+            out[:, j] = np.log1p(positions(raw) if place is None else place)
         else:
-            cols.append(x[:, list(features).index(name)])
-    return np.column_stack(cols) if cols else np.zeros((raw.size, 0))
+            out[:, j] = _lead(raw)
+    return out
+
+
+@lru_cache(maxsize=64)
+def _columns(inputs: tuple[str, ...], features: tuple[str, ...]) -> tuple[int, ...]:
+    """Each input's column among ``features`` (-1: one of :data:`DERIVED`)."""
+    return tuple(-1 if n in DERIVED else features.index(n) for n in inputs)
 
 
 def _lead(raw: NDArray[np.float64]) -> NDArray[np.float64]:
