@@ -98,9 +98,12 @@ def quality(names: list[str]) -> None:
 
 def routing(args: list[str]) -> None:
     """The packaged skill fit on the dev sets of bench/fit/skill_scores.py: the share of
-    requests whose gold tool has a skill among the matched ones (default ``skill_threshold``
-    and ``skill_limit``), skills matched, fallbacks, and direct against hierarchical hit@3."""
-    from fit.skill_scores import dev_sets, routed, strategies
+    requests whose gold tool has a skill among the matched ones, by the previous rule (the
+    first three skills scoring at least 0.4) and by the default adaptive rule (skills in score
+    order until the coverage model reaches ``skill_coverage``, at most ``skill_limit``), the
+    skills matched and the share of the catalog they hold, fallbacks, and direct against
+    hierarchical hit@3."""
+    from fit.skill_scores import DEFAULTS, catalog_share, dev_sets, routed, strategies
     from fit.skill_scores import routing as share
     from natural import db_folder, open_index
     from toolscout.embed.base import DEFAULT_MODEL
@@ -112,19 +115,27 @@ def routing(args: list[str]) -> None:
     opts = parser.parse_args(args)
     db = db_folder(WORK / "routing", DEFAULT_MODEL)
     db.mkdir(parents=True, exist_ok=True)
-    print("| dev set (requests) | routed | skills matched | fell back | direct hit@3 | "
-          "hierarchical hit@3 |\n|---|---|---|---|---|---|")  # fmt: skip
+    print("| dev set (requests) | routed, three skills → **adaptive** | skills matched | "
+          "catalog share | fell back | direct hit@3 | hierarchical hit@3 |\n"
+          "|---|---|---|---|---|---|---|")  # fmt: skip
     for name, (tools, pairs) in dev_sets(opts.max_dev, opts.unseen).items():
         if opts.sets and name.split()[0] not in opts.sets:
             continue
         engine, _ = open_index(db / f"{name.split()[0]}.db", tools, name)
+        engine.classify(all=True)  # the classifier may have been refitted since the last run
         fit = engine.search_service.hierarchical.stage1.fit
-        routed_share, matched = share(fit.stage1, routed(engine, pairs))
+        rows = routed(engine, pairs)
+        before = share(fit.stage1, rows)
+        now = share(fit.stage1, rows, fit.coverage, limit=DEFAULTS.skill_limit,
+                    threshold=DEFAULTS.skill_threshold, target=DEFAULTS.skill_coverage)  # fmt: skip
+        of_catalog = catalog_share(engine)
+        held = statistics.mean(of_catalog(c) for c in now.chosen)
         row = strategies(engine, pairs)
         engine.close()
-        print(f"| {name} ({len(pairs)}) | {100 * routed_share:.1f} % | {matched:.2f} | "
-              f"{100 * row['fallback']:.1f} % | {100 * row['direct_hit@3']:.1f} | "
-              f"{100 * row['hierarchical_hit@3']:.1f} |", flush=True)  # fmt: skip
+        print(f"| {name} ({len(pairs)}) | {100 * before.share:.1f} → **{100 * now.share:.1f} %** "
+              f"| {now.matched:.2f} | {100 * held:.1f} % | {100 * row['fallback']:.1f} % | "
+              f"{100 * row['direct_hit@3']:.1f} | {100 * row['hierarchical_hit@3']:.1f} |",
+              flush=True)  # fmt: skip
 
 
 def classify_report(name: str, sample: int = 50) -> None:
@@ -200,11 +211,20 @@ def latency(target: int = 10000, runs: int = 300, kind: str = "long") -> None:
         ]
     rng2 = random.Random(5)
     sample = [rng2.choice(queries) for _ in range(runs)]
-    times: dict[str, list[float]] = {"direct": [], "hierarchical": []}
-    inner: dict[str, list[float]] = {"direct": [], "hierarchical": []}
+    # The previous stage-1 rule (the first three skills scoring at least 0.4) beside the
+    # adaptive default, so the cost of the rule is measured in the same run.
+    variants = {
+        "hierarchical": {"strategy": "hierarchical"},
+        "hierarchical, three skills": {
+            "strategy": "hierarchical", "skill_limit": 3, "skill_coverage": 1.0,
+        },
+        "direct": {"strategy": "direct"},
+    }  # fmt: skip
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    inner: dict[str, list[float]] = {name: [] for name in variants}
     for q in sample:
-        for strategy in ("hierarchical", "direct"):
-            req = SearchRequest(q, include_schemas=True, strategy=strategy)
+        for strategy, kw in variants.items():
+            req = SearchRequest(q, include_schemas=True, **kw)  # type: ignore[arg-type]
             t = time.perf_counter()
             res = engine.find(req)
             times[strategy].append((time.perf_counter() - t) * 1000)

@@ -16,12 +16,19 @@
    Logistic fits with the positive rows weighted 1, 3, 10 and 30, for each ``keep_floor`` (the
    confidence a tool's second and third skills need) of 0.15, 0.1 and 0.05.
 4. Choice, on **dev** requests only: the floor and weight that route the most dev requests (a
-   skill of a gold tool among the matched skills at the default ``skill_threshold`` 0.4 and
-   ``skill_limit`` 3; mean over the dev sets, to 0.1 point; ties: the higher floor, then fewer
-   skills matched). Dev sets: each source's dev requests
-   over its whole catalog, the paraphrase set's odd ids over LiveMCPBench, the single-intent
-   set's odd ids over the built-in catalog.
-5. Report per dev set, for the choice: routing share, skills matched, how often
+   skill of a gold tool among the first three skills scoring at least 0.4; mean over the dev
+   sets, to 0.1 point; ties: the higher floor, then fewer skills matched). Dev sets: each
+   source's dev requests over its whole catalog, the paraphrase set's odd ids over
+   LiveMCPBench, the single-intent set's odd ids over the built-in catalog.
+5. Coverage (``search/skillstage.py``): for the chosen stage 1, each training request gives one
+   row per prefix of its skills in score order (the first 1..12), label: the prefix holds a gold
+   tool's skill; a plain logistic fit, so its output is the probability that a hierarchical
+   search's matched skills hold the request's tool. A grid over the request's
+   ``skill_coverage`` and ``skill_limit`` on the dev sets (routing, skills matched, share of the
+   catalog the matched skills hold) is printed; the defaults (0.98, 10) were chosen from it by
+   hand: the lowest coverage that routes at least 95 % on four of the five dev sets, the matched
+   skills holding about as much of the catalog as the previous rule's three skills.
+6. Report per dev set, for the choice: routing share, skills matched, how often
    ``hierarchical`` fell back, and hierarchical against direct hit@3 (limit 10). ``tooleyes_dev``
    (--unseen) is reported only; nothing is chosen on it.
 """
@@ -33,6 +40,7 @@ import datetime
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -49,26 +57,44 @@ from toolscout.models import SearchRequest
 from toolscout.search.calibration import CALIBRATION_FILE, embedder_identity, fit_logistic
 from toolscout.search.skillfit import (
     CLASSIFIER_FEATURES,
+    COVERAGE_FEATURES,
+    COVERAGE_TEMPERATURE,
     STAGE1_FEATURES,
     Logistic,
     SkillFit,
     load_skill_fit,
 )
+from toolscout.search.skillstage import Evidence, coverage_features, matched_count
 
 TRAIN_SOURCES = ("metatool", "gorilla_apibench", "bfcl")
 WEIGHTS = (1.0, 3.0, 10.0, 30.0)
 FLOORS = (0.15, 0.1, 0.05)
-THRESHOLD, LIMIT = 0.4, 3
+THRESHOLD, LIMIT = 0.4, 3  # the rule stage 1 is chosen on (the previous default)
+DEFAULTS = SearchRequest("x")  # the served rule: skill_coverage, skill_limit, skill_threshold
+COVERAGE_DEPTH = 12  # prefixes per training request for the coverage fit
+GRID = [(c, t) for c in (6, 8, 10) for t in (0.95, 0.97, 0.98, 0.99)]
 TARGET = ROOT / "src" / "toolscout" / "search" / CALIBRATION_FILE
 Pairs = list[tuple[str, tuple[str, ...]]]
 
 
 @dataclass
 class Routed:
-    """One request's stage-1 features (a row per skill) and which skills hold a gold tool."""
+    """One request's stage-1 evidence (``features``: a row per skill) and which skills hold a
+    gold tool."""
 
     features: np.ndarray
     gold: np.ndarray
+    evidence: Evidence
+
+
+@dataclass
+class Routing:
+    """A rule's routing over requests: the share routed, skills matched on average, and the
+    skill ids matched per request."""
+
+    share: float
+    matched: float
+    chosen: list[list[str]]
 
 
 def _stride(items: list[Any], limit: int) -> list[Any]:
@@ -121,23 +147,73 @@ def routed(engine: Engine, pairs: Pairs) -> list[Routed]:
     out: list[Routed] = []
     for text, gold in pairs:
         vectors = hs.searcher.embed_query(text)
-        index, features = hs.stage1.features(vectors, engine.store.state())
+        ev = hs.stage1.evidence(vectors, engine.store.state())
         assigned = engine.store.skills.assignments(list(gold))
         held = {a.skill_id for rows in assigned.values() for a in rows}
-        out.append(Routed(features, np.array([s.id in held for s in index.skills])))
+        out.append(Routed(ev.rows, np.array([s.id in held for s in ev.index.skills]), ev))
     return out
 
 
-def routing(model: Logistic, rows: list[Routed]) -> tuple[float, float]:
-    """Share of requests with a gold skill among the matched ones, and skills matched."""
-    hits, matched = [], []
+def prefixes(stage1: Logistic, r: Routed) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The request's stage-1 scores, its skills in score order (ties by id), the coverage
+    features of each prefix of that order and whether the prefix holds a gold tool's skill."""
+    ev = r.evidence
+    scores = stage1(r.features)
+    order = np.lexsort((np.array([s.id for s in ev.index.skills]), -scores))
+    x = coverage_features(
+        scores, order, ev.neighbours, ev.memberships, ev.index.position, COVERAGE_TEMPERATURE
+    )
+    return scores, order, x, np.cumsum(r.gold[order]) > 0
+
+
+def fit_coverage(stage1: Logistic, rows: list[Routed]) -> Logistic:
+    """P(the first k skills hold the request's tool), fitted on training requests."""
+    xs, ys = [], []
     for r in rows:
-        p = model(r.features)
-        order = np.argsort(-p, kind="stable")[:LIMIT]
-        chosen = order[p[order] >= THRESHOLD]
-        hits.append(bool(r.gold[chosen].any()))
-        matched.append(len(chosen))
-    return float(np.mean(hits)), float(np.mean(matched))
+        _, _, x, held = prefixes(stage1, r)
+        xs.append(x[:COVERAGE_DEPTH])
+        ys.append(held[:COVERAGE_DEPTH])
+    x, y = np.concatenate(xs), np.concatenate(ys).astype(np.float64)
+    coef, intercept = fit_logistic(x, y)
+    print(f"coverage: {len(x)} (request, prefix) rows; coef {np.round(coef, 3)} b {intercept:.3f}")
+    return Logistic(COVERAGE_FEATURES, coef, intercept)
+
+
+def routing(
+    stage1: Logistic,
+    rows: list[Routed],
+    coverage: Logistic | None = None,
+    *,
+    limit: int = LIMIT,
+    threshold: float = THRESHOLD,
+    target: float = 1.0,
+) -> Routing:
+    """Share of requests with a gold skill among the matched ones (``stage1`` scores, then
+    the served rule: in score order until ``coverage`` reaches ``target``, at most ``limit``,
+    each at least ``threshold``), skills matched on average, and which."""
+    hits, matched, chosen = [], [], []
+    for r in rows:
+        scores, order, x, held = prefixes(stage1, r)
+        covered = coverage(x) if coverage is not None else None
+        n = matched_count(scores[order], covered, limit=limit, threshold=threshold, coverage=target)
+        hits.append(bool(n and held[n - 1]))
+        matched.append(n)
+        chosen.append([r.evidence.index.skills[i].id for i in order[:n]])
+    return Routing(float(np.mean(hits)), float(np.mean(matched)), chosen)
+
+
+def catalog_share(engine: Engine) -> Callable[[list[str]], float]:
+    """The share of the engine's tools that hold one of the given skills."""
+    ids = [t.id for t in engine.store.tools.list_tools(limit=1_000_000)]
+    holders: dict[str, set[str]] = {}
+    for tool_id, rows in engine.store.skills.assignments(ids).items():
+        for a in rows:
+            holders.setdefault(a.skill_id, set()).add(tool_id)
+
+    def share(skills: list[str]) -> float:
+        return len(set().union(*(holders.get(s, set()) for s in skills))) / max(1, len(ids))
+
+    return share
 
 
 def strategies(engine: Engine, pairs: Pairs) -> dict[str, float]:
@@ -191,6 +267,107 @@ def fit_classifier(db: Path, out: Path, model: str, max_train: int) -> Logistic:
     return Logistic(CLASSIFIER_FEATURES, coef, intercept)
 
 
+@dataclass
+class Floor:
+    """One ``keep_floor``'s requests: training rows, dev rows and each dev catalog's share
+    function."""
+
+    train: list[Routed]
+    dev: dict[str, list[Routed]]
+    shares: dict[str, Callable[[list[str]], float]]
+    #: The embedding model's name and graph sha256.
+    identity: tuple[str, str | None]
+
+
+def floor_rows(base: SkillFit, db: Path, out: Path, model: str, args: Any) -> Floor:
+    """The training and dev requests' evidence with ``base`` (its classifier and floor)."""
+    train: list[Routed] = []
+    for source in TRAIN_SOURCES:
+        engine, _ = open_index(db / f"{source}_train.db", train_catalog(source, out), source, model)
+        with_fit(engine, base)
+        identity = embedder_identity(engine.embedder)
+        train += routed(engine, train_pairs(source, args.max_train))
+        engine.close()
+    dev: dict[str, list[Routed]] = {}
+    shares: dict[str, Callable[[list[str]], float]] = {}
+    for set_name, (tools, pairs) in dev_sets(args.max_dev, unseen=False).items():
+        engine, _ = open_index(db / f"{set_name}.db", tools, set_name, model)
+        with_fit(engine, base)
+        dev[set_name] = routed(engine, pairs)
+        shares[set_name] = catalog_share(engine)
+        engine.close()
+    return Floor(train, dev, shares, identity)
+
+
+def print_grid(stage1: Logistic, coverage: Logistic, rows: Floor) -> None:
+    """Dev routing, skills matched and catalog share for the previous rule and each cell of
+    ``GRID`` (means over the dev sets; the lowest set's routing)."""
+    print("| rule | routed (mean) | routed (lowest set) | sets ≥ 95 % | skills matched | "
+          "catalog share |\n|---|---|---|---|---|---|")  # fmt: skip
+    rules = [("three skills (previous)", None, LIMIT, 1.0)]
+    rules += [(f"skill_limit {c}, skill_coverage {t:g}", coverage, c, t) for c, t in GRID]
+    for label, model, limit, target in rules:
+        runs = {
+            n: routing(stage1, r, model, limit=limit, target=target) for n, r in rows.dev.items()
+        }
+        share = [float(np.mean([rows.shares[n](c) for c in run.chosen])) for n, run in runs.items()]
+        routed_ = [run.share for run in runs.values()]
+        cells = [
+            label,
+            f"{100 * np.mean(routed_):.1f}",
+            f"{100 * min(routed_):.1f}",
+            f"{sum(r >= 0.95 for r in routed_)} of {len(routed_)}",
+            f"{np.mean([run.matched for run in runs.values()]):.2f}",
+            f"{100 * np.mean(share):.1f} %",
+        ]
+        print("| " + " | ".join(cells) + " |", flush=True)
+
+
+def report_sets(fit: SkillFit, db: Path, model: str, args: Any) -> dict[str, Any]:
+    """Per dev set, with ``fit`` served: routing by the previous rule and by the defaults,
+    skills matched, catalog share, fallbacks, direct and hierarchical hit@3."""
+    sets: dict[str, Any] = {}
+    print("| dev set (requests) | routed, three skills → **adaptive** | skills matched | "
+          "catalog share | fell back | direct hit@3 | hierarchical hit@3 |\n"
+          "|---|---|---|---|---|---|---|")  # fmt: skip
+    for set_name, (tools, pairs) in dev_sets(args.max_dev, args.unseen).items():
+        engine, _ = open_index(db / f"{set_name.split()[0]}.db", tools, set_name, model)
+        with_fit(engine, fit)
+        rows = routed(engine, pairs)
+        before = routing(fit.stage1, rows)
+        now = routing(
+            fit.stage1,
+            rows,
+            fit.coverage,
+            limit=DEFAULTS.skill_limit,
+            threshold=DEFAULTS.skill_threshold,
+            target=DEFAULTS.skill_coverage,
+        )
+        of_catalog = catalog_share(engine)
+        share = float(np.mean([of_catalog(c) for c in now.chosen]))
+        row = {
+            "requests": len(pairs),
+            "routed_before": before.share,
+            "routed": now.share,
+            "matched": now.matched,
+            "catalog_share": share,
+            **strategies(engine, pairs),
+        }
+        sets[set_name] = row
+        engine.close()
+        cells = [
+            f"{set_name} ({len(pairs)})",
+            f"{100 * before.share:.1f} → **{100 * now.share:.1f} %**",
+            f"{now.matched:.2f}",
+            f"{100 * share:.1f} %",
+            f"{100 * row['fallback']:.1f} %",
+            f"{100 * row['direct_hit@3']:.1f}",
+            f"{100 * row['hierarchical_hit@3']:.1f}",
+        ]
+        print("| " + " | ".join(cells) + " |", flush=True)
+    return sets
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--max-train", type=int, default=600, help="requests per source")
@@ -210,35 +387,22 @@ def main() -> int:
     packaged = load_skill_fit()
     candidates: dict[tuple[float, float], Logistic] = {}
     table: dict[tuple[float, float], dict[str, tuple[float, float]]] = {}
+    floors: dict[float, Floor] = {}
     for floor in FLOORS:
         base = replace(packaged, classifier=classifier, near_depth=args.near_depth,
-                       keep_floor=floor)  # fmt: skip
-        train: list[Routed] = []
-        for source in TRAIN_SOURCES:
-            engine, _ = open_index(
-                db / f"{source}_train.db", train_catalog(source, out), source, model
-            )
-            with_fit(engine, base)
-            name, digest = embedder_identity(engine.embedder)
-            train += routed(engine, train_pairs(source, args.max_train))
-            engine.close()
-        x = np.concatenate([r.features for r in train])
-        y = np.concatenate([r.gold for r in train]).astype(np.float64)
-        dev: dict[str, list[Routed]] = {}
-        for set_name, (tools, pairs) in dev_sets(args.max_dev, unseen=False).items():
-            engine, _ = open_index(db / f"{set_name}.db", tools, set_name, model)
-            with_fit(engine, base)
-            dev[set_name] = routed(engine, pairs)
-            engine.close()
+                       keep_floor=floor, coverage=None)  # fmt: skip
+        floors[floor] = rows = floor_rows(base, db, out, model, args)
+        x = np.concatenate([r.features for r in rows.train])
+        y = np.concatenate([r.gold for r in rows.train]).astype(np.float64)
         for w in WEIGHTS:
             coef, intercept = fit_logistic(x, y, weights=np.where(y > 0, w, 1.0))
             candidates[floor, w] = Logistic(STAGE1_FEATURES, coef, intercept)
-            table[floor, w] = {n: routing(candidates[floor, w], r) for n, r in dev.items()}
+            runs = {n: routing(candidates[floor, w], r) for n, r in rows.dev.items()}
+            table[floor, w] = {n: (run.share, run.matched) for n, run in runs.items()}
             cells = ", ".join(
                 f"{n} {100 * s:.1f} % ({m:.2f})" for n, (s, m) in table[floor, w].items()
             )
             print(f"keep_floor {floor:g}, positive weight {w:g}: {cells}", flush=True)
-    print(f"stage 1: {len(train)} training requests, {len(x)} (request, skill) rows")
     floor, chosen = max(
         table,
         key=lambda k: (
@@ -247,36 +411,29 @@ def main() -> int:
             -float(np.mean([m for _, m in table[k].values()])),
         ),
     )
+    train = floors[floor].train
+    print(f"stage 1: {len(train)} training requests, {len(train) * len(train[0].gold)} rows")
+    stage1 = candidates[floor, chosen]
+    coverage = fit_coverage(stage1, train)
+    print_grid(stage1, coverage, floors[floor])
     provenance = (
         f"bench/fit/skill_scores.py --max-train {args.max_train} --max-dev {args.max_dev} "
         f"--near-depth {args.near_depth}: classifier on (tool, skill) rows of the data/natural "
         f"training tools ({', '.join(TRAIN_SOURCES)}), labelled by their training requests' "
         f"closest skill profiles; stage 1 on {len(train)} training requests over their training "
         f"catalogs, positive rows weighted {chosen:g}, keep_floor {floor:g} (both chosen on dev "
-        f"requests: routing at threshold {THRESHOLD}, limit {LIMIT})"
+        f"requests: routing at threshold {THRESHOLD}, limit {LIMIT}); coverage on the first "
+        f"{COVERAGE_DEPTH} prefixes of the same requests' skills in stage-1 order"
     )
-    stage1 = candidates[floor, chosen]
+    name, digest = floors[floor].identity
     fit = SkillFit(
         stage1, classifier, args.near_depth, floor, name, digest, provenance,
-        datetime.date.today().isoformat(),
+        datetime.date.today().isoformat(), coverage, COVERAGE_TEMPERATURE,
     )  # fmt: skip
     print(f"chosen keep_floor {floor:g}, positive weight {chosen:g}: stage 1 coef "
           f"{np.round(stage1.coef, 3)} b {stage1.intercept:.3f}")  # fmt: skip
 
-    report: dict[str, Any] = {"fit": fit.to_dict(), "sets": {}}
-    print("| dev set (requests) | routed | skills matched | fell back | direct hit@3 | "
-          "hierarchical hit@3 |\n|---|---|---|---|---|---|")  # fmt: skip
-    for set_name, (tools, pairs) in dev_sets(args.max_dev, args.unseen).items():
-        engine, _ = open_index(db / f"{set_name.split()[0]}.db", tools, set_name, model)
-        with_fit(engine, fit)
-        share, matched = routing(fit.stage1, routed(engine, pairs))
-        row = {"requests": len(pairs), "routed": share, "matched": matched,
-               **strategies(engine, pairs)}  # fmt: skip
-        report["sets"][set_name] = row
-        engine.close()
-        print(f"| {set_name} ({len(pairs)}) | {100 * share:.1f} % | {matched:.2f} | "
-              f"{100 * row['fallback']:.1f} % | {100 * row['direct_hit@3']:.1f} | "
-              f"{100 * row['hierarchical_hit@3']:.1f} |", flush=True)  # fmt: skip
+    report: dict[str, Any] = {"fit": fit.to_dict(), "sets": report_sets(fit, db, model, args)}
     if args.write:
         data = json.loads(TARGET.read_text(encoding="utf-8"))
         data["skills"] = fit.to_dict()

@@ -61,3 +61,12 @@ def test_every_door_defaults_to_the_same_strategy_and_limit(
     }
     assert set(strategies.values()) == {"direct"}, strategies
     assert set(limits.values()) == {5}, limits
+
+
+def test_the_skills_first_doors_share_the_core_skill_defaults() -> None:
+    from toolscout.cli.skills import find as cli_find
+
+    core = SearchRequest("x")
+    rest = RestRequest(query="x")
+    for name in ("skill_limit", "skill_threshold", "skill_coverage"):
+        assert getattr(rest, name) == getattr(core, name) == _default(cli_find, name), name

@@ -25,7 +25,8 @@ OPENAPI_DATA = ROOT / "tests" / "data" / "openapi_quality"
 #: own output folder; ``{catalog}`` the tiny scale catalog; ``{db}`` an index of it.
 CASES: dict[str, tuple[list[str], str]] = {
     "latency_search": (["latency.py", "search", "--sizes", "250", "--queries", "4"],
-                       r'"ann_postings_hybrid": \{"p50".*"bm25_postings": \{"p50"'),
+                       r'"ann_postings_hybrid": \{"p50".*"bm25_postings": \{"p50"'
+                       r'.*"ann_postings": \{"leg".*"short_hybrid": \{"p50"'),
     "embedding_documents": (["embedding_cost.py", "documents", "--size", "20"],
                             r'"sorted_tools_per_s"'),
     "embedding_queries": (["embedding_cost.py", "queries", "--rounds", "1"],
@@ -57,7 +58,7 @@ CASES: dict[str, tuple[list[str], str]] = {
     "skills_quality": (["skills.py", "quality", "seal_tools"],
                        r"\| strategy \| hit@3 \| nDCG@10 \| recall@10 \|"),
     "skills_routing": (["skills.py", "routing", "--max-dev", "3", "--sets", "single_intent"],
-                       r"\| single_intent \(\d+\) \| [\d.]+ % \|"),
+                       r"\| single_intent \(\d+\) \| [\d.]+ → \*\*[\d.]+ %\*\* \| [\d.]+ \|"),
     "skills_classify": (["skills.py", "classify", "livemcpbench"], r"livemcpbench: \d+ tools"),
     "skills_latency": (["skills.py", "latency", "short", "--size", "250", "--runs", "5"],
                        r"hierarchical: p50 [\d.]+ ms"),

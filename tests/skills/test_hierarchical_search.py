@@ -168,11 +168,32 @@ def test_skill_threshold_zero_lets_every_skill_up_to_the_limit_match(
     skills_engine: Engine,
 ) -> None:
     active = len(skills_engine.skills.list(include_inactive=False))
-    res = skills_engine.find(hierarchical("send an email", skill_threshold=0.0, skill_limit=20))
+    res = skills_engine.find(
+        hierarchical("send an email", skill_threshold=0.0, skill_limit=20, skill_coverage=1.0)
+    )
     assert res.metadata["stage1_skill_count"] == min(20, active)
     assert [m.score for m in res.matched_skills] == sorted(
         (m.score for m in res.matched_skills), reverse=True
     )
+
+
+def test_a_clear_request_matches_fewer_skills_than_a_vague_one(skills_engine: Engine) -> None:
+    # Skills are added until the fitted coverage estimate reaches skill_coverage: a request
+    # whose nearest tools all sit in one skill stops early, well below the limit.
+    clear = skills_engine.find(hierarchical("send an email message to my colleague"))
+    vague = skills_engine.find(hierarchical("help me with this thing"))
+    limit = SearchRequest("x").skill_limit
+    assert 1 <= len(clear.matched_skills) < len(vague.matched_skills) <= limit
+    assert clear.matched_skills[0].skill.id == "email"
+    unbounded = skills_engine.find(
+        hierarchical(
+            "send an email message to my colleague", skill_coverage=1.0, skill_threshold=0.0
+        )
+    )
+    assert len(unbounded.matched_skills) > len(clear.matched_skills)
+    assert [m.skill.id for m in unbounded.matched_skills][: len(clear.matched_skills)] == [
+        m.skill.id for m in clear.matched_skills
+    ]
 
 
 def test_skill_threshold_one_matches_nothing_and_falls_back(skills_engine: Engine) -> None:
@@ -293,6 +314,8 @@ def test_an_empty_query_is_rejected(skills_engine: Engine) -> None:
         ("skill_limit", 0),
         ("skill_threshold", -0.1),
         ("skill_threshold", 1.5),
+        ("skill_coverage", -0.5),
+        ("skill_coverage", math.inf),
         ("tool_threshold", math.nan),
         ("tool_threshold", "high"),
         ("strategy", "fastest"),

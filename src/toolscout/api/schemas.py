@@ -50,8 +50,14 @@ class SearchRequest(_Request):
     )
     item_type: ItemType | None = None
     limit: int = Field(default=5, ge=1, le=50)
-    skill_limit: int = Field(default=3, ge=1, le=20)
+    skill_limit: int = Field(default=10, ge=1, le=20, description="Most skills stage 1 matches.")
     skill_threshold: float = Field(default=0.4, ge=0.0, le=1.0)
+    skill_coverage: float = Field(
+        default=0.98,
+        ge=0.0,
+        le=1.0,
+        description="Stage 1 adds skills until they hold the tool with this probability.",
+    )
     tool_threshold: float = Field(default=0.0, ge=0.0, le=1.0)
     include_schemas: bool = False
     strategy: Strategy = "direct"

@@ -18,12 +18,23 @@ class SearchMode(StrEnum):
     HYBRID = "hybrid"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Scored:
     """A tool id with a leg-specific score (higher is better)."""
 
     id: str
     score: float
+
+    def __init__(self, id: str, score: float) -> None:
+        # Every leg makes hundreds of these a search: setting the slots through their own
+        # descriptors skips the two object.__setattr__ lookups of a frozen dataclass's
+        # __init__ (a third of its time); the record is as frozen as before.
+        _SET_ID(self, id)
+        _SET_SCORE(self, score)
+
+
+_SET_ID = Scored.__dict__["id"].__set__
+_SET_SCORE = Scored.__dict__["score"].__set__
 
 
 @dataclass(frozen=True)
@@ -73,8 +84,10 @@ class SearchRequest:
     ``limit`` tools at most, each scoring at least ``tool_threshold`` in its stage-2 search and
     at least ``min_score`` in the end; ``mode`` picks the retrieval legs of stage 2;
     ``servers``/``sources``/``tool_ids``/``item_type`` restrict which tools can be returned
-    (``tool_ids``: only these tools, e.g. one category of a tool folder); stage 1 keeps
-    up to ``skill_limit`` skills scoring at least ``skill_threshold``. Validated once by
+    (``tool_ids``: only these tools, e.g. one category of a tool folder); stage 1 adds skills
+    in score order until they hold the request's tool with probability ``skill_coverage`` (a
+    fitted estimate; 1 turns the early stop off), at most ``skill_limit``, each scoring at least
+    ``skill_threshold``. Validated once by
     ``Engine.find`` (a :class:`~toolscout.errors.QueryError` names the bad field; names given
     as text are parsed there), so every stage after it reads typed values.
     """
@@ -82,7 +95,7 @@ class SearchRequest:
     query: str
     item_type: ItemType | None = None
     limit: int = 5
-    skill_limit: int = 3
+    skill_limit: int = 10
     skill_threshold: float = 0.4
     tool_threshold: float = 0.0
     include_schemas: bool = False
@@ -92,6 +105,7 @@ class SearchRequest:
     servers: tuple[str, ...] | None = None
     sources: tuple[str, ...] | None = None
     tool_ids: tuple[str, ...] | None = None
+    skill_coverage: float = 0.98
 
 
 @dataclass(frozen=True)

@@ -234,7 +234,11 @@ class HierarchicalSearcher:
         t0 = time.perf_counter()
         try:
             matched = self.stage1.match(
-                vectors, state, limit=req.skill_limit, threshold=req.skill_threshold
+                vectors,
+                state,
+                limit=req.skill_limit,
+                threshold=req.skill_threshold,
+                coverage=req.skill_coverage,
             )
         except Exception as exc:  # stage 1 is an optimisation: never fail the search for it
             self._warn("skill stage failed, searching every tool: %s", exc)

@@ -27,13 +27,14 @@ def validate(request: SearchRequest) -> SearchRequest:
     """Check every field; returns the request with a stripped query and parsed enums.
 
     Raises:
-        QueryError: naming the field (query, limit, skill_limit, skill_threshold,
+        QueryError: naming the field (query, limit, skill_limit, skill_threshold, skill_coverage,
         tool_threshold, min_score, strategy, mode, item_type, servers, sources).
     """
     text = check_query(request.query)
     _int_in("limit", request.limit, 1, MAX_LIMIT)
     _int_in("skill_limit", request.skill_limit, 1, MAX_SKILL_LIMIT)
     _unit("skill_threshold", request.skill_threshold)
+    _unit("skill_coverage", request.skill_coverage)
     _unit("tool_threshold", request.tool_threshold)
     _unit("min_score", request.min_score)
     strategy = _enum("strategy", Strategy, request.strategy)

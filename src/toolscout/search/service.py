@@ -89,20 +89,25 @@ class SearchService:
 
     # -- single stages ----------------------------------------------------------------------------
     def match_skills(
-        self, query: str, *, limit: int = 5, threshold: float = 0.4
+        self, query: str, *, limit: int = 5, threshold: float = 0.4, coverage: float = 1.0
     ) -> list[SkillMatch]:
-        """Stage 1 alone: active skills fitting ``query``, best first.
+        """Stage 1 alone: active skills fitting ``query``, best first; ``coverage`` < 1 stops
+        once they hold the request's tool with that probability (as a hierarchical search does).
 
         Raises:
-            QueryError: empty/long query, limit or threshold out of range.
+            QueryError: empty/long query, limit, threshold or coverage out of range.
         """
         req = _validate(
-            SearchRequest(query, skill_limit=limit, skill_threshold=threshold),
-            {"skill_limit": "limit", "skill_threshold": "threshold"},
+            SearchRequest(
+                query, skill_limit=limit, skill_threshold=threshold, skill_coverage=coverage
+            ),
+            {"skill_limit": "limit", "skill_threshold": "threshold", "skill_coverage": "coverage"},
         )
         hs = self.hierarchical
         vectors = hs.searcher.embed_query(req.query)
-        return hs.stage1.match(vectors, self.store.state(), limit=limit, threshold=threshold)
+        return hs.stage1.match(
+            vectors, self.store.state(), limit=limit, threshold=threshold, coverage=coverage
+        )
 
     def search_in_skills(
         self,

@@ -17,7 +17,12 @@ Both maps are logistic models over features of cosine similarities:
   tools among them, or of the skill's own vector when that is closer; the last neighbour's
   cosine when neither is), ``near_gap`` (``near`` minus the
   first neighbour's cosine) and ``votes`` (the neighbours in the skill, each counted
-  ``confidence / rank``).
+  ``confidence / rank``);
+* **coverage** (``search/skillstage.py``): the probability that the first ``k`` skills in
+  stage-1 order hold the request's tool - ``share`` (their share of the summed stage-1 scores),
+  ``next`` (the score of skill ``k + 1``), ``mass`` (the share of the request's nearest tools,
+  weighted ``softmax(cosine / temperature)``, that belong to one of them) and ``log_k``.
+  Stage 1 adds skills in score order until this reaches the request's ``skill_coverage``.
 
 **Another model.** Cosines of another embedding model mean something else, and a refit needs
 labelled requests that are not shipped with the package, so nothing is refitted on the fly:
@@ -48,6 +53,9 @@ log = logging.getLogger("toolscout.skills")
 
 STAGE1_FEATURES = ("sim", "margin", "near", "near_gap", "votes")
 CLASSIFIER_FEATURES = ("sim", "margin")
+COVERAGE_FEATURES = ("share", "next", "mass", "log_k")
+#: Softmax temperature over the nearest tools' cosines for the coverage model's ``mass``.
+COVERAGE_TEMPERATURE = 0.05
 REFIT = "python bench/fit/skill_scores.py --write"
 _WARNED: set[str] = set()
 
@@ -103,6 +111,10 @@ class SkillFit:
     provenance: str
     #: When it was fitted (ISO date).
     fitted_at: str
+    #: P(the first k skills hold the request's tool); None (an older file): no early stop.
+    coverage: Logistic | None = None
+    #: Softmax temperature of the coverage model's ``mass`` feature.
+    temperature: float = COVERAGE_TEMPERATURE
 
     def status(self, embedder: Embedder) -> str:
         """``"fitted"``, or what the constants were fitted for instead of ``embedder``."""
@@ -127,7 +139,7 @@ class SkillFit:
         return status
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "fitted_for": self.fitted_for,
             "model_sha256": self.model_sha256,
             "fitted_at": self.fitted_at,
@@ -137,12 +149,17 @@ class SkillFit:
             "stage1": self.stage1.to_dict(),
             "classifier": self.classifier.to_dict(),
         }
+        if self.coverage is not None:
+            out["coverage"] = {**self.coverage.to_dict(), "temperature": self.temperature}
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SkillFit:
         """Raises: ConfigError when the section is missing, malformed or of other features."""
         try:
             digest = data.get("model_sha256")
+            cov = data.get("coverage")
+            temperature = float(cov.get("temperature", COVERAGE_TEMPERATURE)) if cov else 0.0
             return cls(
                 Logistic.from_dict(data["stage1"], STAGE1_FEATURES, "stage1"),
                 Logistic.from_dict(data["classifier"], CLASSIFIER_FEATURES, "classifier"),
@@ -152,6 +169,8 @@ class SkillFit:
                 str(digest) if digest else None,
                 str(data.get("provenance", "")),
                 str(data.get("fitted_at", "")),
+                Logistic.from_dict(cov, COVERAGE_FEATURES, "coverage") if cov else None,
+                temperature or COVERAGE_TEMPERATURE,
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigError(f"calibration.json: the skills section is malformed: {exc}") from exc

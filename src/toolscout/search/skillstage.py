@@ -6,8 +6,12 @@ description; best over the query rows (whole query, then each clause of a multi-
 and of what the request's nearest tools say: whether one of them belongs to the skill, how close
 it is, and how many of them do. Its constants are fitted for the default embedding model on the
 training requests of ``data/natural`` and kept in ``calibration.json`` with that model's hash
-(``python bench/fit/skill_scores.py --write``); the default threshold 0.4 was set so that the
-matched skills hold the request's tool (docs/BENCHMARKS.md §3).
+(``python bench/fit/skill_scores.py --write``).
+
+How many skills match is adaptive: skills are added in score order until a second fitted model,
+the probability that the skills so far hold the request's tool, reaches the request's
+``skill_coverage``; at most ``skill_limit`` skills, each scoring at least ``skill_threshold``. A
+clear request matches one or two skills, a vague one more (docs/BENCHMARKS.md §3).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from numpy.typing import NDArray
 
 from toolscout.embed.base import Embedder
 from toolscout.models import Skill, SkillMatch
-from toolscout.search.skillfit import SkillFit, packaged_skill_fit
+from toolscout.search.skillfit import Logistic, SkillFit, packaged_skill_fit
 from toolscout.store.base import IndexState, Store
 
 Vectors = NDArray[np.float32]
@@ -57,6 +61,68 @@ def stage1_features(
     # that has none yet) still stands out when its description fits the request.
     near = np.maximum(near, s)
     return np.stack([s, margin, near, near - top, votes], axis=1)
+
+
+def coverage_features(
+    scores: NDArray[np.float64],
+    order: NDArray[np.intp],
+    neighbours: Sequence[tuple[str, float]],
+    memberships: Memberships,
+    position: Mapping[str, int],
+    temperature: float,
+) -> NDArray[np.float64]:
+    """One row of ``skillfit.COVERAGE_FEATURES`` per prefix of ``order`` (the skills' rows,
+    best first): row ``k - 1`` describes its first ``k`` skills."""
+    n = len(order)
+    ranked = scores[order]
+    total = float(ranked.sum())
+    share = np.cumsum(ranked) / total if total > 0 else np.ones(n)
+    following = np.append(ranked[1:], 0.0)
+    # Each nearest tool's softmax weight counts from the first prefix holding one of its skills.
+    place = np.empty(n, dtype=np.intp)
+    place[order] = np.arange(n)
+    entered = np.zeros(n, dtype=np.float64)
+    if neighbours:
+        cosines = np.array([c for _, c in neighbours], dtype=np.float64)
+        weights = np.exp((cosines - cosines.max()) / temperature)
+        weights /= weights.sum()
+        for (tool_id, _), weight in zip(neighbours, weights, strict=True):
+            rows = [position[s] for s, _ in memberships.get(tool_id, ()) if s in position]
+            if rows:
+                entered[int(place[rows].min())] += weight
+    mass = np.cumsum(entered)
+    log_k = np.log(np.arange(1, n + 1, dtype=np.float64))
+    return np.stack([share, following, mass, log_k], axis=1)
+
+
+def matched_count(
+    ranked: NDArray[np.float64],
+    covered: NDArray[np.float64] | None,
+    *,
+    limit: int,
+    threshold: float,
+    coverage: float,
+) -> int:
+    """How many of the skills in score order (``ranked``: their scores, best first) match: the
+    first prefix whose ``covered`` probability reaches ``coverage`` (all when none does, or
+    without a coverage model), at most ``limit``, each scoring at least ``threshold``."""
+    n = min(limit, int(np.count_nonzero(ranked >= threshold)))
+    if covered is not None and n:
+        reached = np.flatnonzero(covered[:n] >= coverage)
+        if reached.size:
+            n = int(reached[0]) + 1
+    return n
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What stage 1 read for one request: the active skills, one row of stage-1 features per
+    skill, the request's nearest tools (best first) and their skills."""
+
+    index: SkillIndex
+    rows: NDArray[np.float64]
+    neighbours: list[tuple[str, float]]
+    memberships: dict[str, list[tuple[str, float]]]
 
 
 @dataclass(frozen=True)
@@ -108,14 +174,12 @@ class SkillStage:
         self._index = (version, index)
         return index
 
-    def features(
-        self, vectors: Vectors, state: IndexState
-    ) -> tuple[SkillIndex, NDArray[np.float64]]:
-        """The active skills and one row of stage-1 features per skill for ``vectors``, at
-        index ``state``."""
+    def evidence(self, vectors: Vectors, state: IndexState) -> Evidence:
+        """The active skills, one row of stage-1 features per skill and the nearest tools
+        they were read from, for ``vectors`` at index ``state``."""
         index = self.index(state.version)
         if not index.skills:
-            return index, np.zeros((0, len(self.fit.stage1.features)))
+            return Evidence(index, np.zeros((0, len(self.fit.stage1.features))), [], {})
         sims = (vectors @ index.matrix.T).max(axis=0)
         best: dict[str, float] = {}
         for row in self.store.nearest_many(vectors, limit=self.fit.near_depth, state=state):
@@ -127,22 +191,57 @@ class SkillStage:
             tool_id: [(a.skill_id, a.confidence) for a in rows]
             for tool_id, rows in assigned.items()
         }
-        return index, stage1_features(sims, neighbours, memberships, index.position)
+        rows = stage1_features(sims, neighbours, memberships, index.position)
+        return Evidence(index, rows, neighbours, memberships)
+
+    def features(
+        self, vectors: Vectors, state: IndexState
+    ) -> tuple[SkillIndex, NDArray[np.float64]]:
+        """The active skills and one row of stage-1 features per skill for ``vectors``, at
+        index ``state``."""
+        ev = self.evidence(vectors, state)
+        return ev.index, ev.rows
+
+    def covered(
+        self, ev: Evidence, scores: NDArray[np.float64], order: NDArray[np.intp]
+    ) -> NDArray[np.float64] | None:
+        """Per prefix of ``order``, the fitted probability that its skills hold the request's
+        tool (None without a coverage model)."""
+        model: Logistic | None = self.fit.coverage
+        if model is None:
+            return None
+        rows = coverage_features(
+            scores, order, ev.neighbours, ev.memberships, ev.index.position, self.fit.temperature
+        )
+        return model(rows)
 
     def match(
-        self, vectors: Vectors, state: IndexState, *, limit: int, threshold: float
+        self,
+        vectors: Vectors,
+        state: IndexState,
+        *,
+        limit: int,
+        threshold: float,
+        coverage: float = 1.0,
     ) -> list[SkillMatch]:
-        """Active skills scoring at least ``threshold``, best first (ties by id)."""
-        index, rows = self.features(vectors, state)
-        if not index.skills:
+        """The skills that fit, best first (ties by id): added in score order until they
+        hold the request's tool with probability ``coverage`` (1: never stop early), at most
+        ``limit``, each scoring at least ``threshold``."""
+        ev = self.evidence(vectors, state)
+        skills = ev.index.skills
+        if not skills:
             return []
-        scores = self.fit.stage1(rows)
-        ranked = sorted(
-            ((float(scores[i]), s) for i, s in enumerate(index.skills)),
-            key=lambda p: (-p[0], p[1].id),
+        scores = self.fit.stage1(ev.rows)
+        order = np.lexsort((np.array([s.id for s in skills]), -scores))
+        n = matched_count(
+            scores[order],
+            self.covered(ev, scores, order),
+            limit=limit,
+            threshold=threshold,
+            coverage=coverage,
         )
+        counts = ev.index.counts
         return [
-            SkillMatch(s, round(score, 6), index.counts.get(s.id, 0))
-            for score, s in ranked[:limit]
-            if score >= threshold
+            SkillMatch(skills[i], round(float(scores[i]), 6), counts.get(skills[i].id, 0))
+            for i in order[:n]
         ]
