@@ -4,7 +4,8 @@
 
 A stage of its own: it reads whatever ranker is packaged (``ranker.txt``; refit that first with
 bench/fit/ranker.py) and writes ``rankcal.json`` beside it with that ranker's sha256, so a new
-ranker needs only this command again. No searches when the legs are cached (``--cache``).
+ranker needs only this command again. No searches when the legs are cached (``--cache``; delete
+it after changing the embedding model or the legs; the product's orders are cached per ranker).
 
 **Fitted on training requests only** (bench/fit/rankcal_data.py): each request's first ten
 candidates in the ranker's order, labelled 1 when the candidate is a gold tool. The ranker's
