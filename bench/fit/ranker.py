@@ -25,7 +25,8 @@ for a candidate never lowers it), early-stopped on the ``dev`` requests of the s
 out-of-fold predictions: the training requests in three folds, each scored by a model fitted
 on the other two with the chosen number of rounds; requests whose gold the legs missed count
 too. ``--write`` puts ``ranker.txt`` and ``ranker.json`` (sha256, features, calibration, this
-command) beside search/rank.py.
+command) beside search/rank.py; then ``bench/fit/ranker_calibration.py --write`` fits the score
+map that replaces that logistic calibration (search/rankcal.py) for the new ranker.
 Requires ``pip install lightgbm==4.7.0`` (training only; serving reads the text model itself).
 Each request's legs are cached in ``--cache``, so changing the features needs no new searches
 (delete it after changing the legs or the model).

@@ -19,9 +19,11 @@ The model is LightGBM's own text dump (``ranker.txt``), evaluated with numpy
 (``SearchConfig.learned_ranker``): on no dev set is it significantly worse than the hand-set
 fusion, and on average it is better (docs/benchmarks/ranking.md). ``ranker.json`` beside it
 records the file's sha256 (checked at load), the feature names, the command that fitted it,
-and the logistic calibration that maps the ranker's output and its context
-(:data:`CALIBRATION_INPUTS`) to the probability that the candidate is a right tool. Refit both
-with ``python bench/fit/ranker.py --write --fixed-rounds 262``.
+and a logistic calibration of the ranker's output and its context (:data:`CALIBRATION_INPUTS`).
+The score map that replaces that logistic one when it was fitted for these trees
+(search/rankcal.py, ``rankcal.json``) gives the probability that the candidate is a right tool.
+Refit with ``python bench/fit/ranker.py --write --fixed-rounds 262``, then
+``python bench/fit/ranker_calibration.py --write``.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from numpy.typing import NDArray
 from toolscout.errors import ConfigError
 from toolscout.models import Scored, Tool
 from toolscout.search.forest import Forest, parse_lightgbm
+from toolscout.search.rankcal import RankCalibration, load_rank_calibration
 from toolscout.search.text import analyze
 
 MODEL_FILE = "ranker.txt"
@@ -272,14 +275,19 @@ def calibration_inputs(raw: NDArray[np.float64], x: NDArray[np.float64]) -> NDAr
 
 @dataclass(frozen=True)
 class Ranker:
-    """The packaged model: trees, the features they read, and the logistic map from the
-    ranker's output and its context to the probability that a candidate is a right tool."""
+    """The packaged model: trees, the features they read, and the map from the ranker's output
+    and its context to the probability that a candidate is a right tool: ``rankcal``
+    (search/rankcal.py) when one was fitted for these trees, else the logistic map of
+    ``calibration``."""
 
     trees: Forest
     features: tuple[str, ...]
-    #: Weights of :data:`CALIBRATION_INPUTS`, then the intercept.
+    #: Weights of :data:`CALIBRATION_INPUTS`, then the intercept (``ranker.json``'s own map).
     calibration: tuple[float, ...]
     provenance: str = ""
+    rankcal: RankCalibration | None = None
+    #: ``"fitted"`` when ``rankcal`` maps the scores, else why ``calibration`` does.
+    calibration_status: str = "fitted"
 
     def scores(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         """The ranker's raw output per row (higher is better; not a probability)."""
@@ -292,6 +300,8 @@ class Ranker:
         and feature rows."""
         if raw.size == 0:
             return raw
+        if self.rankcal is not None:
+            return self.rankcal.probabilities(raw, x, self.features)
         coef = np.asarray(self.calibration[:-1])
         z = calibration_inputs(raw, x) @ coef + self.calibration[-1]
         out: NDArray[np.float64] = 1.0 / (1.0 + np.exp(-np.clip(z, -50.0, 50.0)))
@@ -312,7 +322,7 @@ def rerank(
 
 def load_ranker(folder: Path | None = None) -> Ranker:
     """The packaged ranker (or the one in ``folder``), its model file checked against the sha256
-    its metadata records.
+    its metadata records, with the score map fitted for it (search/rankcal.py) when there is one.
 
     Raises:
         ConfigError: missing, altered or malformed files, or features this code does not compute.
@@ -350,4 +360,5 @@ def load_ranker(folder: Path | None = None) -> Ranker:
             f"{list(CALIBRATION_INPUTS)}; refit with `python bench/fit/ranker.py --write`"
         )
     trees = parse_lightgbm(model.decode("utf-8"))
-    return Ranker(trees, FEATURES, weights, str(meta.get("provenance", "")))
+    rankcal, status = load_rank_calibration(digest, FEATURES, folder)
+    return Ranker(trees, FEATURES, weights, str(meta.get("provenance", "")), rankcal, status)
