@@ -391,12 +391,14 @@ class Engine:
         stage1.index(self.store.state().version)
         return stage1.fit_status
 
-    def use_skill_fit(self, fit: SkillFit) -> None:
+    def use_skill_fit(self, fit: SkillFit | None) -> None:
         """Serve ``fit``'s skill constants in this engine (classifier and stage 1) instead of
-        the resolved ones, until the engine is closed; re-classify to apply its classifier."""
+        the resolved ones (None: the resolved ones again); re-classify to apply its classifier.
+
+        Raises: StoreError (None: resolving reads the store)."""
         self.skill_service.pinned = fit
-        self.skill_service.offline.fit = fit
-        self.search_service.hierarchical.stage1.fit = fit
+        self.search_service.hierarchical.stage1.serve(fit)
+        self.skill_service.offline.fit = self.search_service.hierarchical.stage1.fit
 
     # -- enrichment -------------------------------------------------------------------------
     @property

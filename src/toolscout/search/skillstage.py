@@ -161,12 +161,12 @@ class SkillStage:
         start and whenever the data version moves."""
         return self._fit
 
-    @fit.setter
-    def fit(self, fit: SkillFit) -> None:
-        # Given constants stay (a benchmark comparing fits); the store's are not read again.
-        self._pinned = True
-        self._fit = fit
-        self.fit_status = fit.status(self.embedder)
+    def serve(self, fit: SkillFit | None) -> None:
+        """Serve ``fit`` from now on (a benchmark comparing fits: the store's are not read
+        again); None: the constants resolved for the model, again."""
+        self._pinned = fit is not None
+        self._fit = fit if fit is not None else resolve_skill_fit(self.store, self.embedder)
+        self.fit_status = self._fit.status(self.embedder)
 
     def _refresh_fit(self) -> None:
         if not self._pinned:

@@ -81,7 +81,8 @@ def skill_set(store: Store) -> str:
     """A fingerprint of the active skills and their profiles (changes when they are rebuilt).
 
     Raises: StoreError."""
-    skills = sorted((s.id, profile_hash(s)) for s in store.skills.list_skills())
+    active = store.skills.list_skills(include_inactive=False)
+    skills = sorted((s.id, profile_hash(s)) for s in active)
     return hashlib.sha256(json.dumps(skills).encode("utf-8")).hexdigest()[:16]
 
 
