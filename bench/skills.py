@@ -6,6 +6,7 @@ docs/BENCHMARKS.md section 3.
                                    [--model local:quality] [--fit packaged|catalog|both]
     python bench/skills.py classify livemcpbench               # uncategorized share + sample
     python bench/skills.py latency [short|long] [--size 10000] [--runs 300]   # p95 at 10k tools
+    python bench/skills.py fitcost [10000]      # seconds of a catalog fit: built-in, 10k tools
 
 Indexes live under $BENCH_DIR (default /tmp/toolscout-bench-skills) and are reused.
 """
@@ -215,7 +216,9 @@ def variant(tool: Tool, n: int) -> Tool:
     )  # fmt: skip
 
 
-def latency(target: int = 10000, runs: int = 300, kind: str = "long") -> None:
+def scaled(target: int) -> Engine:
+    """An index of ``target`` tools: three shared catalogs, then copies of their tools with
+    jittered vectors (kept under $BENCH_DIR)."""
     from toolscout.engine import prepare
     from toolscout.store.base import IndexEntry
 
@@ -234,6 +237,35 @@ def latency(target: int = 10000, runs: int = 300, kind: str = "long") -> None:
                 entries.append(IndexEntry(p.tool, p.fields, v / np.linalg.norm(v), p.text_hash))
             n += 1
         engine.store.upsert(entries)
+    return engine
+
+
+def fit_cost(target: int) -> None:
+    """Seconds a catalog fit of the skill constants takes (forced, for the default model: the
+    same work as for another one), on the built-in catalog and on an index of ``target``
+    tools; each index classified first, as indexing leaves it."""
+    from importlib import resources
+
+    from toolscout.ingest.jsonfile import CatalogFile
+    from toolscout.search.skillfit import stored_skill_fit
+
+    builtin = open_engine("builtin_fit")
+    path = Path(str(resources.files("toolscout.data").joinpath("starter_catalog.json")))
+    builtin.index([CatalogFile(path, source="builtin").read()])
+    for name, engine in (("built-in catalog", builtin), (f"{target} tools", scaled(target))):
+        engine.classify()
+        t0 = time.perf_counter()
+        engine.refit_skills(force=True)
+        seconds = time.perf_counter() - t0
+        fit = stored_skill_fit(engine.store)
+        assert fit is not None, "too few tools hold a skill for a catalog fit"
+        print(f"{name}: {engine.store.count()} tools, {fit.requests} pseudo-requests, "
+              f"fitted and re-classified in {seconds:.1f} s")  # fmt: skip
+        engine.close()
+
+
+def latency(target: int = 10000, runs: int = 300, kind: str = "long") -> None:
+    engine = scaled(target)
     t0 = time.perf_counter()
     engine.classify()
     print(f"classify: {time.perf_counter() - t0:.1f} s; tools {engine.store.count()}")
@@ -287,6 +319,8 @@ def main(argv: list[str]) -> Any:
         return routing(rest)
     if cmd == "classify":
         return classify_report(rest[0] if rest else "livemcpbench")
+    if cmd == "fitcost":
+        return fit_cost(int(rest[0]) if rest else 10000)
     if cmd == "latency":
         parser = argparse.ArgumentParser(prog="skills.py latency")
         parser.add_argument("kind", nargs="?", choices=("short", "long"), default="long")
