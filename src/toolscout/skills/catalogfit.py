@@ -143,6 +143,8 @@ def fit_classifier(store: Store, embedder: Embedder, data: Sample) -> Logistic:
     active = {s.id for s in store.skills.list_skills(include_inactive=False)}
     profiles = store.skills.skill_profiles()
     ids = sorted(i for i in profiles if i in active)
+    if len(ids) < 2:
+        return packaged_skill_fit().classifier
     matrix = np.stack([profiles[i][1] for i in ids])
     closest = np.argmax(data.vectors @ matrix.T, axis=1)
     votes = np.zeros((len(data.tools), len(ids)))
@@ -151,13 +153,15 @@ def fit_classifier(store: Store, embedder: Embedder, data: Sample) -> Logistic:
     xs, ys = [], []
     for row, tool in enumerate(data.tools):
         vec = vectors.get(tool.id)
-        if vec is None or len(ids) < 2:
+        if vec is None:
             continue
         sims = (matrix @ vec).astype(np.float64)
         top = np.sort(sims)
         other = np.where(sims >= top[-1], top[-2], top[-1])
         xs.append(np.stack([sims, sims - other], axis=1))
         ys.append(votes[row] / votes[row].sum())
+    if not xs:
+        return packaged_skill_fit().classifier
     coef, intercept = fit_logistic(np.concatenate(xs), np.concatenate(ys))
     return Logistic(CLASSIFIER_FEATURES, coef, intercept)
 
