@@ -15,18 +15,21 @@ built from its own text. The real tools are embedded with the real model (cached
 
 The query-vector and result caches are off (every query is embedded and searched). Short
 queries: the project's paraphrase dev set (3-12 words); long queries: toolbench_stable (20-100
-words). ``search`` runs the previous vector leg (``exact``: the numpy product over the in-memory
-mirror) and the HNSW leg (``ann``: the Qdrant Edge shard), each with the previous lexical leg
-(``fts5``: FTS5's bm25()) and the in-memory posting index (``postings``), on the same index,
-interleaved query by query, so load on this shared machine hits every variant alike: read the
-ratios. It reports hybrid p50/p95 per pair (``exact_fts5_hybrid`` is the previous path,
-``ann_postings_hybrid`` the new one), the vector leg alone per vector leg (100 candidates, the
-hybrid depth) and ``bm25`` mode per lexical leg; the index on disk (SQLite file, shard folder);
-the posting index's load time and size; and the RSS of a fresh process serving the index with
-each pair after 20 searches (``rss`` is that child's command). ``--sizes 1000000`` builds the 1M
-catalog the same way (variant vectors); expect a long build. ``--keep DIR`` keeps each size's
-index in ``DIR/<size>`` and reuses it on the next run (the catalog is written once; the shard
-is reopened, the posting index loaded), for repeated runs and profiling.
+words). ``search`` runs the previous vector leg (``exact``: the numpy product over the
+in-memory mirror) and the HNSW leg (``ann``: the Qdrant Edge shard), each with the previous
+lexical leg (``fts5``: FTS5's bm25()) and the in-memory posting index (``postings``), on the
+same index, interleaved query by query (every other query in reverse order), so load on this
+shared machine hits every variant alike: read the ratios. It reports hybrid p50/p95 per pair
+(``exact_fts5_hybrid`` is the previous path, ``ann_postings_hybrid`` the new one), the vector
+leg alone per vector leg (100 candidates, the hybrid depth) and ``bm25`` mode per lexical leg;
+the index on disk (SQLite file, shard folder); the posting index's load time and size; and, per
+pair, a fresh process serving the index with that pair alone (``rss`` is that child's command):
+its RSS after 20 searches, then its own hybrid p50 / p95 / p99 over as many short requests and
+half as many long ones as above (a serving process runs one pair, where the interleaved figures
+share one process, its caches and its garbage collector among every pair). ``--sizes 1000000``
+builds the 1M catalog the same way (variant vectors); expect a long build. ``--keep DIR`` keeps
+each size's index in ``DIR/<size>`` and reuses it on the next run (the catalog is written once;
+the shard is reopened, the posting index loaded), for repeated runs and profiling.
 """
 
 from __future__ import annotations
@@ -144,9 +147,10 @@ def _timed(
     times: dict[str, list[float]] = {f"{leg}_{lex}_hybrid": [] for leg, lex in pairs}
     times.update({f"{leg}_vec": [] for leg in legs})
     times.update({f"bm25_{lex}": [] for lex in lexicals})
-    for q in qs:
+    for i, q in enumerate(qs):
         vec = engine.embedder.embed_query([q])
-        for leg, lex in pairs:
+        # Every other query in reverse: no pair always runs right after the same other one.
+        for leg, lex in pairs if i % 2 == 0 else pairs[::-1]:
             _use(engine, leg, lex)
             t = time.perf_counter()
             engine.search(q, mode=SearchMode.HYBRID, limit=10)
@@ -167,21 +171,21 @@ def _timed(
     }
 
 
-def _serving_rss(db: str, leg: str, lexical: str, queries: list[str]) -> dict[str, float]:
-    """RSS of a fresh process serving ``db`` with one pair of legs, after a few searches."""
+def _serving(db: str, leg: str, lexical: str, queries: list[str], timed: int) -> dict[str, object]:
+    """A fresh process serving ``db`` with one pair of legs: its RSS after a few searches, then
+    its own search latency (``timed`` short requests and half as many long ones)."""
     import subprocess
 
+    args = ["rss", "--db", db, "--leg", leg, "--lexical", lexical, "--timed", str(timed)]
     out = subprocess.run(
-        [sys.executable, __file__, "rss", "--db", db, "--leg", leg, "--lexical", lexical, *queries],
-        check=True,
-        capture_output=True,
-        text=True,
+        [sys.executable, __file__, *args, *queries], check=True, capture_output=True, text=True
     )
-    found: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    found: dict[str, object] = json.loads(out.stdout.strip().splitlines()[-1])
     return found
 
 
-def rss_bench(db: str, leg: str, lexical: str, queries: list[str]) -> None:
+def rss_bench(db: str, leg: str, lexical: str, queries: list[str], timed: int = 0) -> None:
+    """The child of :func:`_serving` (the query-vector cache off, as in the timed runs)."""
     import psutil
 
     min_tools = 0 if leg == "ann" else 10**12
@@ -190,6 +194,7 @@ def rss_bench(db: str, leg: str, lexical: str, queries: list[str]) -> None:
         Settings(
             db=f"{db}?ann_min_tools={min_tools}&lex_min_tools={lex_min}",
             cache_dir=CACHE,
+            query_cache_size=0,
             result_cache_size=0,
         )
     )
@@ -201,9 +206,29 @@ def rss_bench(db: str, leg: str, lexical: str, queries: list[str]) -> None:
     lexical_leg = engine.store.lex.describe()["leg"]  # type: ignore[attr-defined]
     rss = psutil.Process().memory_info().rss / 2**20
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    alone = _alone(engine, timed) if timed else {}
     engine.close()
     found = {"leg": answered, "lexical": lexical_leg}
-    print(json.dumps({**found, "rss_mb": round(rss, 1), "peak_rss_mb": round(peak, 1)}))
+    print(json.dumps({**found, "rss_mb": round(rss, 1), "peak_rss_mb": round(peak, 1), **alone}))
+
+
+def _alone(engine: Engine, n: int) -> dict[str, dict[str, float]]:
+    """Hybrid p50 / p95 / p99 of a process that serves one pair of legs and nothing else: ``n``
+    short requests and ``n // 2`` long ones, drawn as ``search`` draws them (after a warm-up)."""
+    short, long = _queries()
+    rng = random.Random(0)
+    out: dict[str, dict[str, float]] = {}
+    for kind, pool, k in (("short", short, n), ("long", long, max(n // 2, 1))):
+        qs = [rng.choice(pool) for _ in range(k)]
+        for q in qs[:5]:
+            engine.search(q, limit=10)
+        times = []
+        for q in qs:
+            t = time.perf_counter()
+            engine.search(q, limit=10)
+            times.append((time.perf_counter() - t) * 1000)
+        out[f"{kind}_hybrid"] = {f"p{q}": round(percentile(times, q), 2) for q in (50, 95, 99)}
+    return out
 
 
 #: Written beside a kept index once its catalog is complete.
@@ -261,7 +286,7 @@ def search_bench(
             row["disk_mb"] = {"sqlite": _mb(Path(db)), "shard": _mb(Path(db + ".vectors"))}
             warm = [rng.choice(short) for _ in range(20)]
             row["serving"] = {
-                f"{leg}_{lex}": _serving_rss(db, leg, lex, warm) for leg in legs for lex in lexicals
+                f"{leg}_{lex}": _serving(db, leg, lex, warm, n) for leg in legs for lex in lexicals
             }
         results[str(size)] = row
         print(json.dumps({size: row}), flush=True)
@@ -361,6 +386,7 @@ def main() -> int:
     r.add_argument("--db", required=True)
     r.add_argument("--leg", choices=LEGS, required=True)
     r.add_argument("--lexical", choices=LEXICALS, default="fts5")
+    r.add_argument("--timed", type=int, default=0, help="then time this many short searches")
     r.add_argument("queries", nargs="*")
     args = parser.parse_args()
     if args.cmd == "search":
@@ -368,7 +394,7 @@ def main() -> int:
     elif args.cmd == "crossover":
         crossover_bench(args.sizes, args.queries)
     else:
-        rss_bench(args.db, args.leg, args.lexical, args.queries)
+        rss_bench(args.db, args.leg, args.lexical, args.queries, args.timed)
     return 0
 
 

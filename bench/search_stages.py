@@ -14,18 +14,30 @@ same query before the next query, so load on a shared machine hits every variant
   points named from the leg's in-memory map;
 * ``split`` - the same, with a request's intents shared between the query session and a
   second one-thread session;
-* ``shipped`` - the same, with the query embedded beside the lexical leg (what the product
-  does; the other variants run the legs one after the other, ``parallel_legs`` off);
+* ``pool_embeds`` - the same, with the query embedded on a leg thread while the caller runs the
+  lexical leg, then the vector leg on the caller once that thread is done (the other variants
+  above run the legs one after the other, ``parallel_legs`` off);
+* ``shipped`` - the same, the other way round (what the product does): the caller embeds the
+  query and runs the vector leg while a leg thread runs the lexical leg, so the longer leg
+  never waits for a thread to wake or for the interpreter the lexical leg holds;
 * ``hashed_hits`` - ``shipped`` with the result's tools built the previous way: each stored
   row through the ``Tool`` constructor, which hashes its fields again (the stored hash then
-  replaces it), so the ``hits`` stage of the two shows what reading the stored hash saves.
+  replaces it), so the ``hits`` stage of the two shows what reading the stored hash saves;
+* ``frozen`` - ``shipped`` with every object alive before the search (the loaded indexes, the
+  model) frozen out of garbage collection (``gc.freeze()``, undone after the search), as a
+  serving process that froze them once loaded would run.
+
+Every other query runs the variants in reverse order, so that none always follows another
+that has just warmed the caches with the same query.
 
 The legs are the product's for the catalog's size (at 100k: the HNSW shard and the posting
 index). Printed per request kind and variant: total wall p50 / p95 / p99, process CPU per search
 (p50), each stage's p50 / p95 (embedding, lexical leg, vector leg, hits; ``other``: the rest,
-the wall time less the stages, so below zero where the embedding ran beside the lexical leg),
-the share of searches a garbage collection ran in and its longest pause, and whether every
-variant returned the same ids and scores as the first (they must: no variant changes results).
+the wall time less the stages, so below zero where the legs overlapped), when the embedding
+began after the search did and how long the vector leg then waited for its vectors (p50 / p95),
+the share of searches a garbage collection ran in, its longest pause and the share with a full
+(generation 2) collection, and whether every variant returned the same ids and scores as the
+first (they must: no variant changes results).
 Read timings as ratios within one run; take figures from a quiet machine only.
 """
 
@@ -54,10 +66,12 @@ from toolscout.embed.onnx import OnnxEmbedder
 from toolscout.engine import Engine
 from toolscout.eval.metrics import percentile
 from toolscout.models import ItemType, Scored, SearchMode, Tool
+from toolscout.search.hybrid import HybridSearcher
+from toolscout.search.text import query_tokens
 from toolscout.store.sql import tools as tool_rows
 from toolscout.store.sqlite.ann.shard import EdgeIndex
 
-VARIANTS = ("previous", "one_thread", "split", "shipped", "hashed_hits")
+VARIANTS = ("previous", "one_thread", "split", "pool_embeds", "shipped", "hashed_hits", "frozen")
 STAGES = ("embed", "lexical", "vector", "hits")
 SHIPPED_NEAREST = EdgeIndex.nearest_many
 SHIPPED_LIGHT_TOOL = tool_rows.row_to_light_tool
@@ -101,6 +115,33 @@ def _payload_nearest(
     return out
 
 
+def _embedding_on_pool(searcher: HybridSearcher) -> Callable[..., Any]:
+    """The previous hand-off of a direct search: the query embedded on a pool thread while the
+    caller runs the lexical leg, then the vector leg on the caller once the pool thread is done
+    (the rest of the search is the shipped one, given those vectors and that lexical run)."""
+
+    def rank(text: str, state: Any, *, mode: SearchMode, limit: int, **kw: Any) -> Any:
+        tokens = query_tokens(text)
+        pool = searcher._legs
+        if mode is not SearchMode.HYBRID or kw.get("query_vectors") is not None or not tokens:
+            return HybridSearcher.rank(searcher, text, state, mode=mode, limit=limit, **kw)
+        timings = kw.get("timings")
+        timings = timings if timings is not None else {}
+        assert pool is not None
+        embedding = pool.submit(searcher._embed_timed, text, timings)
+        n = max(searcher.config.candidates, limit)
+        filters = kw.get("filters")
+        lexical = searcher._lexical_timed(tokens, n, limit, filters, state, timings)
+        kw["query_vectors"], kw["timings"] = embedding.result(), timings
+        searcher._lexical_timed = lambda *_: lexical  # type: ignore[method-assign]
+        try:
+            return HybridSearcher.rank(searcher, text, state, mode=mode, limit=limit, **kw)
+        finally:
+            del searcher._lexical_timed
+
+    return rank
+
+
 def _model(engine: Engine) -> OnnxEmbedder:
     inner: Any = engine.embedder
     while not isinstance(inner, OnnxEmbedder):
@@ -113,18 +154,32 @@ def _use(engine: Engine, variant: str) -> None:
     saved = model.__dict__.setdefault("_bench_saved", (model._query_session, model._split_queries))
     previous = variant == "previous"
     model._query_session = model._session if previous else saved[0]
-    shipped = variant in ("shipped", "hashed_hits")
-    model._split_queries = saved[1] and (shipped or variant == "split")
+    # Frozen: every object alive now (the loaded indexes, the model) is left out of garbage
+    # collections, as after ``gc.freeze()`` once a serving process has loaded them.
+    if variant == "frozen":
+        gc.freeze()
+    else:
+        gc.unfreeze()
+    shipped = variant in ("shipped", "hashed_hits", "frozen")
+    beside = shipped or variant == "pool_embeds"
+    model._split_queries = saved[1] and (beside or variant == "split")
     searcher = engine.search_service.searcher
-    searcher.config = replace(searcher.config, parallel_legs=shipped)
+    searcher.config = replace(searcher.config, parallel_legs=beside)
+    if variant == "pool_embeds":
+        searcher.rank = _embedding_on_pool(searcher)  # type: ignore[method-assign]
+    else:
+        searcher.__dict__.pop("rank", None)
     hashed = variant == "hashed_hits"
     tool_rows.row_to_light_tool = _hashed_light_tool if hashed else SHIPPED_LIGHT_TOOL  # type: ignore[assignment]
     EdgeIndex.nearest_many = _payload_nearest if previous else SHIPPED_NEAREST  # type: ignore[method-assign]
 
 
 @contextmanager
-def _stages(engine: Engine, into: dict[str, float]) -> Iterator[None]:
-    """Time the stages of each search into ``into`` (ms), by wrapping the objects' methods."""
+def _stages(
+    engine: Engine, into: dict[str, float], marks: dict[str, tuple[float, float]]
+) -> Iterator[None]:
+    """Time the stages of each search into ``into`` (ms), by wrapping the objects' methods;
+    ``marks``: each stage's (last) start and end (``perf_counter`` seconds)."""
     service = engine.search_service
     targets: list[tuple[Any, str, str]] = [
         (service.searcher, "embed_query", "embed"),
@@ -140,7 +195,9 @@ def _stages(engine: Engine, into: dict[str, float]) -> Iterator[None]:
             try:
                 return f(*args, **kwargs)
             finally:
-                into[label] = into.get(label, 0.0) + (time.perf_counter() - t0) * 1000
+                t1 = time.perf_counter()
+                into[label] = into.get(label, 0.0) + (t1 - t0) * 1000
+                marks[label] = (t0, t1)
 
         return run
 
@@ -188,21 +245,65 @@ def _summary(rows: list[dict[str, float]]) -> dict[str, Any]:
     out: dict[str, Any] = {f"total_p{q}": p("total", q) for q in (50, 95, 99)}
     out["cpu_p50"] = p("cpu", 50)
     out["stages_p50_p95"] = {s: [p(s, 50), p(s, 95)] for s in (*STAGES, "other")}
+    out["handoff_p50_p95"] = {s: [p(s, 50), p(s, 95)] for s in ("embed_start", "vector_wait")}
     out["gc_share"] = round(sum(1 for r in rows if r["gc"] > 0) / len(rows), 3)
     out["gc_max_ms"] = round(max(r["gc"] for r in rows), 2)
+    out["gc_full_share"] = round(sum(r["gc_full"] for r in rows) / len(rows), 4)
     return out
+
+
+def _timed_search(
+    engine: Engine, q: str, pauses: list[tuple[int, float]]
+) -> tuple[dict[str, float], list[tuple[str, float]]]:
+    """One search's timings (``pauses``: the collections it saw, filled by a gc callback) and
+    its answer."""
+    stage: dict[str, float] = {}
+    marks: dict[str, tuple[float, float]] = {}
+    pauses.clear()
+    with _stages(engine, stage, marks):
+        t0, c0 = time.perf_counter(), time.process_time()
+        found = engine.search(q, mode=SearchMode.HYBRID, limit=10)
+        wall = (time.perf_counter() - t0) * 1000
+        cpu = (time.process_time() - c0) * 1000
+    other = wall - sum(stage.get(s, 0.0) for s in STAGES)
+    full = float(any(g == 2 for g, _ in pauses))
+    gc_ms = sum(ms for _, ms in pauses)
+    row = {**stage, "total": wall, "cpu": cpu, "other": other, "gc": gc_ms, "gc_full": full}
+    # When the embedding began after the search did, and how long the vector leg then waited
+    # for its vectors (a hand-off between threads, or nothing).
+    row["embed_start"] = (marks["embed"][0] - t0) * 1000
+    row["vector_wait"] = (marks["vector"][0] - marks["embed"][1]) * 1000
+    return row, [(t.tool.id, t.score) for t in found.tools]
+
+
+def _ratios(out: dict[str, Any]) -> dict[str, float | None]:
+    """The shipped path's figures over the other variants' (those that ran)."""
+    ratios: dict[str, float | None] = {}
+    if "hashed_hits" in out and "shipped" in out:
+        shipped, hashed = (out[v]["stages_p50_p95"]["hits"][0] for v in ("shipped", "hashed_hits"))
+        ratios["hits_shipped_over_hashed_p50"] = round(shipped / hashed, 3) if hashed else None
+    for v in ("pool_embeds", "frozen"):
+        if v in out and "shipped" in out:
+            ratios[f"shipped_over_{v}_p95"] = round(
+                out["shipped"]["total_p95"] / out[v]["total_p95"], 3
+            )
+    if "previous" in out and "shipped" in out:
+        ratios["shipped_over_previous_p95"] = round(
+            out["shipped"]["total_p95"] / out["previous"]["total_p95"], 3
+        )
+    return ratios
 
 
 def measure(engine: Engine, queries: list[str], variants: list[str]) -> dict[str, Any]:
     """Every variant on each query in turn (after a warm-up), and whether their answers agree."""
-    pauses: list[float] = []
+    pauses: list[tuple[int, float]] = []  # generation, ms
     started = [0.0]
 
     def on_gc(phase: str, info: dict[str, int]) -> None:
         if phase == "start":
             started[0] = time.perf_counter()
         else:
-            pauses.append((time.perf_counter() - started[0]) * 1000)
+            pauses.append((info["generation"], (time.perf_counter() - started[0]) * 1000))
 
     for q in queries[:5]:
         for v in variants:
@@ -212,32 +313,21 @@ def measure(engine: Engine, queries: list[str], variants: list[str]) -> dict[str
     same = True
     gc.callbacks.append(on_gc)
     try:
-        for q in queries:
+        for k, q in enumerate(queries):
             answers = []
-            for v in variants:
+            # Every other query runs the variants in reverse: none always runs right after
+            # another variant warmed the caches with the same query.
+            for v in variants if k % 2 == 0 else variants[::-1]:
                 _use(engine, v)
-                stage: dict[str, float] = {}
-                pauses.clear()
-                with _stages(engine, stage):
-                    t0, c0 = time.perf_counter(), time.process_time()
-                    found = engine.search(q, mode=SearchMode.HYBRID, limit=10)
-                    wall = (time.perf_counter() - t0) * 1000
-                    cpu = (time.process_time() - c0) * 1000
-                other = wall - sum(stage.get(s, 0.0) for s in STAGES)
-                rows[v].append({**stage, "total": wall, "cpu": cpu, "other": other,
-                                "gc": sum(pauses)})  # fmt: skip
-                answers.append([(t.tool.id, t.score) for t in found.tools])
+                row, answer = _timed_search(engine, q, pauses)
+                rows[v].append(row)
+                answers.append(answer)
             same = same and all(a == answers[0] for a in answers)
     finally:
         gc.callbacks.remove(on_gc)
+        gc.unfreeze()
     out: dict[str, Any] = {v: _summary(r) for v, r in rows.items()}
-    if "hashed_hits" in rows and "shipped" in rows:
-        shipped, hashed = (out[v]["stages_p50_p95"]["hits"][0] for v in ("shipped", "hashed_hits"))
-        out["hits_shipped_over_hashed_p50"] = round(shipped / hashed, 3) if hashed else None
-    if "previous" in rows and "shipped" in rows:
-        out["shipped_over_previous_p95"] = round(
-            out["shipped"]["total_p95"] / out["previous"]["total_p95"], 3
-        )
+    out.update(_ratios(out))
     out["same_answers"] = same
     return out
 

@@ -25,7 +25,8 @@ OPENAPI_DATA = ROOT / "tests" / "data" / "openapi_quality"
 #: own output folder; ``{catalog}`` the tiny scale catalog; ``{db}`` an index of it.
 CASES: dict[str, tuple[list[str], str]] = {
     "latency_search": (["latency.py", "search", "--sizes", "250", "--queries", "4"],
-                       r'"ann_postings_hybrid": \{"p50".*"bm25_postings": \{"p50"'),
+                       r'"ann_postings_hybrid": \{"p50".*"bm25_postings": \{"p50"'
+                       r'.*"ann_postings": \{"leg".*"short_hybrid": \{"p50"'),
     "embedding_documents": (["embedding_cost.py", "documents", "--size", "20"],
                             r'"sorted_tools_per_s"'),
     "embedding_queries": (["embedding_cost.py", "queries", "--rounds", "1"],

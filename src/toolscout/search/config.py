@@ -46,5 +46,6 @@ class SearchConfig:
     learned_ranker: bool = False
     #: Run the lexical and the vector leg at the same time on stores that gain from it (a
     #: search then costs about its slower leg: on PostgreSQL both legs run on the server,
-    #: each on its own connection); on the others, embed the request while the lexical leg runs.
+    #: each on its own connection); on the others, run the lexical leg while the request is
+    #: embedded.
     parallel_legs: bool = True

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numpy.typing import NDArray
@@ -53,7 +53,7 @@ log = logging.getLogger("toolscout.search")
 MAX_ROWS = 8
 #: Calibration mismatches already logged (once per process each).
 _WARNED: set[str] = set()
-#: Threads shared by all searches of one searcher for their vector legs.
+#: Threads shared by all searches of one searcher for the legs they run beside the caller.
 LEG_THREADS = 8
 
 
@@ -95,9 +95,7 @@ class HybridSearcher:
                 if str(exc) not in _WARNED:
                     _WARNED.add(str(exc))
                     log.warning("learned ranker off: %s", exc)
-        # What runs beside the lexical leg: the whole vector leg on stores whose reads gain from
-        # overlapping, else only a query embedding the caller has not made (onnxruntime lets
-        # go of the interpreter; the store's reads stay on one thread).
+        # The lexical legs that run beside the caller's vector leg (see _lexical_beside).
         self._legs: ThreadPoolExecutor | None = ThreadPoolExecutor(
             max_workers=LEG_THREADS, thread_name_prefix="toolscout-leg"
         )
@@ -229,26 +227,24 @@ class HybridSearcher:
         runs: list[list[Scored]] = []
         embedded: list[NDArray[np.float32]] = []
 
-        def vector_leg(vecs: NDArray[np.float32] | None = query_vectors) -> list[list[Scored]]:
-            if vecs is None:
-                vecs = self._embed_timed(text, timings)
+        def vector_leg() -> list[list[Scored]]:
+            vecs = query_vectors if query_vectors is not None else self._embed_timed(text, timings)
             embedded.append(vecs)
             t0 = time.perf_counter()
             found = self.store.nearest_many(vecs, limit=n, filters=filters, state=state)
             timings["vector_ms"] = (time.perf_counter() - t0) * 1000
             return found
 
-        pending, embedding = self._beside_lexical(
-            mode, vector_leg, text, bool(tokens) and query_vectors is None, timings
-        )
-        if mode in (SearchMode.BM25, SearchMode.HYBRID):
-            t0 = time.perf_counter()
-            lexical = self._lexical(tokens, n, limit, filters, state)
-            timings["lexical_ms"] = (time.perf_counter() - t0) * 1000
+        pool = self._lexical_beside(mode, tokens, query_vectors is None)
+        pending = None
+        if pool is not None:
+            pending = pool.submit(self._lexical_timed, tokens, n, limit, filters, state, timings)
+        if mode in (SearchMode.VECTOR, SearchMode.HYBRID):
+            runs = vector_leg()
         if pending is not None:
-            runs = pending.result()
-        elif mode in (SearchMode.VECTOR, SearchMode.HYBRID):
-            runs = vector_leg(embedding.result() if embedding is not None else query_vectors)
+            lexical = pending.result()
+        elif mode in (SearchMode.BM25, SearchMode.HYBRID):
+            lexical = self._lexical_timed(tokens, n, limit, filters, state, timings)
         vector = best_of_intents(runs, n)
         fused = fuse_legs(cfg, mode, tokens, lexical, vector, state.tools)
         chances: dict[str, float] | None = None
@@ -273,25 +269,35 @@ class HybridSearcher:
             chances=chances,
         )
 
-    def _beside_lexical(
-        self,
-        mode: SearchMode,
-        vector_leg: Callable[[], list[list[Scored]]],
-        text: str,
-        embed: bool,
-        timings: dict[str, float],
-    ) -> tuple[Future[list[list[Scored]]] | None, Future[NDArray[np.float32]] | None]:
-        """Start what runs while the caller runs the lexical leg: the vector leg, or (stores
-        whose reads do not gain from overlapping) the query embedding alone when ``embed`` (the
-        request has words for the lexical leg and no vectors yet); None when nothing does."""
+    def _lexical_beside(
+        self, mode: SearchMode, tokens: list[str], embed: bool
+    ) -> ThreadPoolExecutor | None:
+        """The pool that runs the lexical leg while the caller runs the vector leg, or None
+        (the legs then run one after the other). A hybrid search with words for the lexical
+        leg runs it beside the vector leg on stores whose reads gain from overlapping, and on
+        the others beside the query embedding (``embed``: the request has no vectors yet):
+        onnxruntime lets go of the interpreter while it embeds, where the legs' own reads
+        would only queue for one connection. The embedding stays on the caller: the longer
+        leg starts at once and goes on to the vector search without waiting for a pool
+        thread to wake (docs/benchmarks/scale.md)."""
         pool = self._legs
-        if mode is not SearchMode.HYBRID or not self.config.parallel_legs or pool is None:
-            return None, None
-        if self._parallel_reads:
-            return pool.submit(vector_leg), None
-        if embed:
-            return None, pool.submit(self._embed_timed, text, timings)
-        return None, None
+        if mode is not SearchMode.HYBRID or not self.config.parallel_legs or not tokens:
+            return None
+        return pool if self._parallel_reads or embed else None
+
+    def _lexical_timed(
+        self,
+        tokens: list[str],
+        n: int,
+        limit: int,
+        filters: Filters | None,
+        state: IndexState,
+        timings: dict[str, float],
+    ) -> list[Scored]:
+        t0 = time.perf_counter()
+        found = self._lexical(tokens, n, limit, filters, state)
+        timings["lexical_ms"] = (time.perf_counter() - t0) * 1000
+        return found
 
     def _embed_timed(self, text: str, timings: dict[str, float]) -> NDArray[np.float32]:
         t0 = time.perf_counter()
