@@ -133,11 +133,15 @@ def test_a_broken_stored_fit_is_ignored_and_fitted_again(
     assert fit is not None and fit.origin == CATALOG
 
 
-def test_pseudo_requests_are_the_name_in_words_and_the_first_sentence() -> None:
+def test_pseudo_requests_are_the_name_the_first_sentence_and_a_fragment_of_it() -> None:
     tool = Tool(
         id="x::send_email",
         name="send_email",
         description="Send an email to recipients. Supports attachments and CC.",
         input_schema={"type": "object"},
     )
-    assert pseudo_requests(tool) == ["send email", "Send an email to recipients."]
+    assert pseudo_requests(tool) == [
+        "send email",
+        "Send an email to recipients.",
+        "an email to recipients.",
+    ]

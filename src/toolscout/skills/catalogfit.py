@@ -2,9 +2,9 @@
 
 The packaged constants (``search/skillfit.py``) are fitted on labelled requests that the package
 does not ship. For another embedding model the same three logistic maps are fitted on what an
-index holds: each of up to ``MAX_TOOLS`` tools (every n-th by id) gives two pseudo-requests, its
-name split into words ("send email") and the first sentence of its description, whose answer is
-the tool and so its skills.
+index holds: each of up to ``MAX_TOOLS`` tools (every n-th by id) gives up to three
+pseudo-requests, its name split into words ("send email"), the first sentence of its
+description and a fragment of that sentence, whose answer is the tool and so its skills.
 
 * **classifier**: one row per (tool, skill), the tool's cosine to the skill's profile and its
   margin; soft label: the share of the tool's pseudo-requests whose closest profile is that
@@ -18,7 +18,7 @@ the tool and so its skills.
   order; label: the prefix holds one of the tool's skills.
 
 ``near_depth``, ``keep_floor`` and the coverage temperature are the packaged fit's. Cost: one
-embedding of at most ``2 * MAX_TOOLS`` short texts, one nearest-tools search per pseudo-request,
+embedding of at most ``3 * MAX_TOOLS`` short texts, one nearest-tools search per pseudo-request,
 and a re-classification of the catalog (docs/BENCHMARKS.md §3).
 """
 
@@ -53,7 +53,7 @@ from toolscout.search.skillstage import SkillIndex, SkillStage, coverage_feature
 from toolscout.skills.centroid import profile_hash, refresh_profiles
 from toolscout.store.base import Store
 
-#: Tools read per fit (every n-th by id): two pseudo-requests each.
+#: Tools read per fit (every n-th by id): up to three pseudo-requests each.
 MAX_TOOLS = 600
 #: Fewer tools with skills than this: no fit (the packaged constants stay, approximate).
 MIN_TOOLS = 20
@@ -70,11 +70,16 @@ Reclassify = Callable[[SkillFit], None]
 
 
 def pseudo_requests(tool: Tool) -> list[str]:
-    """The tool's name split into words and the first sentence of its description (distinct,
-    non-empty, at most 300 characters each)."""
+    """The tool's name split into words, the first sentence of its description, and a fragment
+    of that sentence (its second to sixth words, when it has more than three): distinct,
+    non-empty, at most 300 characters each. The fragment is a terse request that shares only
+    part of the tool's words; without it the pseudo-requests are easier than real ones and the
+    coverage model stops too early (docs/BENCHMARKS.md §3)."""
     name = readable_name(tool.name).strip()
     sentence = _SENTENCE.split(tool.description.strip(), maxsplit=1)[0].strip()[:300]
-    return list(dict.fromkeys(t for t in (name, sentence) if t))
+    words = sentence.split()
+    fragment = " ".join(words[1:6]) if len(words) > 3 else ""
+    return list(dict.fromkeys(t for t in (name, sentence, fragment) if t))
 
 
 def skill_set(store: Store) -> str:
@@ -268,7 +273,8 @@ def fit_catalog(
     coverage = fit_coverage(stage1, rows, index, fit.temperature)
     provenance = (
         f"fitted on this catalog: {len(data.owner)} pseudo-requests (name in words, first "
-        f"sentence of the description) of {len(data.tools)} of its tools; classifier "
+        f"sentence of the description, a fragment of it) of {len(data.tools)} of its tools; "
+        f"classifier "
         f"{'refitted' if reclassify is not None else 'kept (LLM classifier)'}; stage 1 with "
         f"the request's own tool left out of its nearest tools, positive rows weighted "
         f"{POSITIVE_WEIGHT:g}; coverage on the first {COVERAGE_DEPTH} prefixes"
