@@ -26,12 +26,12 @@ Both maps are logistic models over features of cosine similarities:
 
 **Another model.** Cosines of another embedding model mean something else, and the labelled
 requests the packaged fit reads are not shipped with the package. So for another model the
-constants are fitted on the indexed catalog itself (``skills/catalogfit.py``): each tool's
-name and first sentence serve as pseudo-requests whose answer is the tool's skills. That fit is
-kept in the store's meta row ``skill_fit`` with the model's name and sha256 and what it was
-fitted on (the skill set and the tool count), so a restart does not refit; it is redone when
-the skills change or the catalog doubles or halves. Until an index has one (before tools are
-next indexed or classified), the engine logs one warning and keeps the packaged constants:
+constants are fitted on the indexed catalog itself (``skills/catalogfit.py``): each tool's name,
+first sentence and a fragment of it serve as pseudo-requests whose answer is the tool's skills.
+That fit is kept in the store's meta row ``skill_fit`` with the model's name and sha256 and what
+it was fitted on (the skill set and the tool count), so a restart does not refit; it is redone
+when the skills change or the catalog doubles or halves. Until an index has one (before tools
+are next indexed or classified), the engine logs one warning and keeps the packaged constants:
 skills still rank by the same evidence, but their 0..1 scores are approximate. With the model
 they were fitted for, the packaged constants win over a catalog fit (docs/BENCHMARKS.md §3).
 """
