@@ -63,6 +63,8 @@ POSITIVE_WEIGHT = 30.0
 COVERAGE_DEPTH = 12
 #: The catalog may grow or shrink by this factor before its fit is redone.
 GROWTH = 2.0
+#: Part of what a fit was fitted on: a change to this recipe refits every index once.
+RECIPE = 1
 _CHUNK = 64
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
@@ -83,12 +85,13 @@ def pseudo_requests(tool: Tool) -> list[str]:
 
 
 def skill_set(store: Store) -> str:
-    """A fingerprint of the active skills and their profiles (changes when they are rebuilt).
+    """A fingerprint of the active skills, their profiles and ``RECIPE`` (changes when the
+    skills are rebuilt).
 
     Raises: StoreError."""
     active = store.skills.list_skills(include_inactive=False)
     skills = sorted((s.id, profile_hash(s)) for s in active)
-    return hashlib.sha256(json.dumps(skills).encode("utf-8")).hexdigest()[:16]
+    return hashlib.sha256(json.dumps([RECIPE, skills]).encode("utf-8")).hexdigest()[:16]
 
 
 def fit_due(store: Store, embedder: Embedder) -> bool:
