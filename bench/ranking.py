@@ -4,12 +4,14 @@
 
 Systems, all on toolscout's active embedding model, one index per set:
 
-* ``default`` — ``Engine.search`` (the public API, hybrid mode);
+* ``default`` — ``Engine.search`` (the public API, hybrid mode; the learned ranker re-scores
+  the fused candidates unless the settings turn it off);
 * ``learned`` — the same legs re-scored by the learned ranker (search/rank.py; ``--ranker DIR``
-  measures a refit instead of the packaged one);
+  measures a refit instead of the packaged one; the packaged one is ``default``'s);
 * ``candidate`` — with ``--candidate DIR``: a refit that also reads extra features
   (bench/fit/ranker.py ``--extra``, bench/fit/peer_view.py), compared like ``learned``;
-* ``fixed_fusion`` — the same legs in the hand-set adaptive fusion's order, no learned ranker;
+* ``fixed_fusion`` — the same legs in the hand-set adaptive fusion's order, no learned ranker
+  (``learned_vs`` / ``default_vs`` against it: the learned ranker against the hand fusion);
 * ``cosine`` — cosine over the peer text ``name + split name + server + category + description
   + parameter names and descriptions`` (bench/quality.py ``peer_text``), whole request;
 * ``bm25s`` — bm25s (English stopwords, Snowball stemmer) over the same text;
@@ -48,7 +50,7 @@ from peer_view import PeerSearcher, build_views, load_extended
 from natural import ROOT, SHARED, Dataset, Ranker, Request, datasets, load_requests, open_index
 from quality import peers
 from toolscout.engine import Engine
-from toolscout.eval.metrics import mean, score_query, sign_test
+from toolscout.eval.metrics import calibration_error, mean, reliability, score_query, sign_test
 from toolscout.models import Scored, Tool
 from toolscout.search.hybrid import HybridSearcher
 from toolscout.search.rank import Legs, features, load_ranker
@@ -155,22 +157,15 @@ def compare(rows: dict[str, list[dict[str, float]]], me: str) -> dict[str, dict[
 
 def ece(pairs: list[tuple[float, bool]], bins: int = 10) -> float:
     """Expected calibration error: over equal-width score bins, the gap between mean score and
-    share right, weighted by the bin's share of the pairs."""
-    if not pairs:
-        return 0.0
-    total = 0.0
-    for b in range(bins):
-        inside = [(s, r) for s, r in pairs if min(int(s * bins), bins - 1) == b]
-        if inside:
-            gap = sum(s for s, _ in inside) / len(inside) - sum(r for _, r in inside) / len(inside)
-            total += abs(gap) * len(inside) / len(pairs)
-    return total
+    share right, weighted by the bin's share of the pairs (toolscout.eval.metrics)."""
+    return calibration_error(pairs, bins)
 
 
 def calibration(
     reqs: list[Request], ids: dict[str, list[str]], scores: dict[str, list[float]]
 ) -> dict[str, float]:
-    """ECE of a system's first hit and of its first five hits, and their mean score."""
+    """ECE of a system's first hit and of its first five hits, their mean score, and the
+    reliability diagram's bins of each (lower edge, mean score, share right, hits)."""
     top1: list[tuple[float, bool]] = []
     top5: list[tuple[float, bool]] = []
     for r in reqs:
@@ -184,6 +179,8 @@ def calibration(
         "ece_top5": round(ece(top5), 4),
         "mean_top1": round(sum(s for s, _ in top1) / max(1, len(top1)), 4),
         "right_top1": round(sum(r for _, r in top1) / max(1, len(top1)), 4),
+        "bins_top1": [[lo, round(m, 4), round(r, 4), n] for lo, m, r, n in reliability(top1)],
+        "bins_top5": [[lo, round(m, 4), round(r, 4), n] for lo, m, r, n in reliability(top5)],
     }
 
 
@@ -262,22 +259,62 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join([head, rule, *lines])
 
 
+#: Colours for a diagram read outside the console (which styles its plots from its stylesheet).
+FIGURE_STYLE = (
+    "<style>.bar.s0{fill:#3b6ea8}.bar.s1{fill:#d08c2b}.grid{stroke:#ddd}"
+    ".diag{stroke:#555;stroke-dasharray:4 3;stroke-width:1.5}text{font:11px sans-serif;fill:#444}"
+    "</style>"
+)
+
+
+def pooled_bins(report: dict[str, Any], system: str, depth: str, split: str) -> list[list[float]]:
+    """One system's reliability bins over every set's ``split`` (each bin's hits added up)."""
+    acc: dict[float, list[float]] = {}
+    for splits in report["sets"].values():
+        cal = splits.get(split, {}).get("calibration", {}).get(system)
+        for lo, m, r, n in cal[f"bins_{depth}"] if cal else []:
+            row = acc.setdefault(lo, [0.0, 0.0, 0.0])
+            row[0], row[1], row[2] = row[0] + m * n, row[1] + r * n, row[2] + n
+    return [[lo, m / n, r / n, n] for lo, (m, r, n) in sorted(acc.items())]
+
+
+def reliability_figure(report: dict[str, Any], system: str, split: str = "dev") -> str:
+    """An SVG reliability diagram of a system's first hit and first five over every set."""
+    from toolscout.api.console.plots import reliability_diagram
+
+    series = [
+        (name, [(lo, m, r, int(n)) for lo, m, r, n in pooled_bins(report, system, depth, split)])
+        for name, depth in (("first hit", "top1"), ("first five", "top5"))
+    ]
+    svg = str(reliability_diagram(f"{system} scores, every {split} set", series))
+    head = svg.index(">") + 1
+    return svg[:head] + FIGURE_STYLE + svg[head:]
+
+
 def rescore_ms(folder: Path | None, runs: int = 200) -> dict[str, float]:
     """Best and median milliseconds the ranker (the packaged one unless ``folder``) takes to
-    re-score 100 candidates."""
+    re-score 100 candidates into probabilities, and the same with ``ranker.json``'s logistic
+    map in place of its score map (``logistic_*``), timed in turns."""
     ranker = load_ranker(folder)
+    plain = replace(ranker, rankcal=None)
     hits = [Scored(f"t{i}", 0.8 - i / 200) for i in range(100)]
-    legs = Legs(hits[:50], hits, hits, 1, 5000)
+    legs = Legs(hits[:50], hits, hits, 1, 5000, hits)
     tools = {h.id: Tool(id=h.id, name=f"tool {h.id}", description="Does one thing.") for h in hits}
     ids = [h.id for h in hits]
-    took = []
+    took: dict[str, list[float]] = {"map": [], "logistic": []}
     for _ in range(runs):
-        t0 = time.perf_counter()
-        x = features(legs, ids, ["tool"], tools)
-        ranker.probabilities(ranker.scores(x), x)
-        took.append((time.perf_counter() - t0) * 1000)
-    took.sort()
-    return {"best": round(took[0], 3), "median": round(took[len(took) // 2], 3)}
+        for name, which in (("map", ranker), ("logistic", plain)):
+            t0 = time.perf_counter()
+            x = features(legs, ids, ["tool"], tools)
+            which.probabilities(which.scores(x), x)
+            took[name].append((time.perf_counter() - t0) * 1000)
+    out = {}
+    for name, values in took.items():
+        values.sort()
+        prefix = "" if name == "map" else "logistic_"
+        out[f"{prefix}best"] = round(values[0], 3)
+        out[f"{prefix}median"] = round(values[len(values) // 2], 3)
+    return out
 
 
 def main() -> int:
@@ -314,9 +351,18 @@ def main() -> int:
     report["seconds"] = round(time.perf_counter() - t0, 1)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "ranking.json").write_text(json.dumps(report, indent=1))
+    for system in ("default", "learned"):
+        if any(system in sp.get("calibration", {}) for v in report["sets"].values()
+               for sp in v.values()):  # fmt: skip
+            figure = args.out / f"reliability_{system}.svg"
+            figure.write_text(reliability_figure(report, system), encoding="utf-8")
     print(markdown(report))
     timing = report["rescore_100_ms"]
-    print(f"re-scoring 100 candidates: {timing['best']} ms best, {timing['median']} ms median")
+    print(
+        f"re-scoring 100 candidates: {timing['best']} ms best, {timing['median']} ms median "
+        f"(with ranker.json's logistic map instead: {timing['logistic_best']} / "
+        f"{timing['logistic_median']} ms)"
+    )
     print(f"{report['seconds']} s")
     return 0
 

@@ -25,7 +25,9 @@ same query before the next query, so load on a shared machine hits every variant
   replaces it), so the ``hits`` stage of the two shows what reading the stored hash saves;
 * ``frozen`` - ``shipped`` with every object alive before the search (the loaded indexes, the
   model) frozen out of garbage collection (``gc.freeze()``, undone after the search), as a
-  serving process that froze them once loaded would run.
+  serving process that froze them once loaded would run;
+* ``hand_fusion`` - ``shipped`` with the learned ranker off: the hand-set fusion's order, and
+  no whole-request row (what the learned ranker and the whole request's cosine cost).
 
 Every other query runs the variants in reverse order, so that none always follows another
 that has just warmed the caches with the same query.
@@ -37,7 +39,7 @@ the wall time less the stages, so below zero where the legs overlapped), when th
 began after the search did and how long the vector leg then waited for its vectors (p50 / p95),
 the share of searches a garbage collection ran in, its longest pause and the share with a full
 (generation 2) collection, and whether every variant returned the same ids and scores as the
-first (they must: no variant changes results).
+first (they must: no variant but ``hand_fusion`` changes results).
 Read timings as ratios within one run; take figures from a quiet machine only.
 """
 
@@ -71,7 +73,12 @@ from toolscout.search.text import query_tokens
 from toolscout.store.sql import tools as tool_rows
 from toolscout.store.sqlite.ann.shard import EdgeIndex
 
-VARIANTS = ("previous", "one_thread", "split", "pool_embeds", "shipped", "hashed_hits", "frozen")
+VARIANTS = (
+    *("previous", "one_thread", "split", "pool_embeds", "shipped", "hashed_hits", "frozen"),
+    "hand_fusion",
+)
+#: Variants that rank otherwise, left out of the same-answers check.
+RANKS_OTHERWISE = ("hand_fusion",)
 STAGES = ("embed", "lexical", "vector", "hits")
 SHIPPED_NEAREST = EdgeIndex.nearest_many
 SHIPPED_LIGHT_TOOL = tool_rows.row_to_light_tool
@@ -128,11 +135,12 @@ def _embedding_on_pool(searcher: HybridSearcher) -> Callable[..., Any]:
         timings = kw.get("timings")
         timings = timings if timings is not None else {}
         assert pool is not None
-        embedding = pool.submit(searcher._embed_timed, text, timings)
+        whole = searcher.ranker is not None and searcher.config.learned_ranker
+        embedding = pool.submit(searcher._embed_timed, text, timings, whole)
         n = max(searcher.config.candidates, limit)
         filters = kw.get("filters")
         lexical = searcher._lexical_timed(tokens, n, limit, filters, state, timings)
-        kw["query_vectors"], kw["timings"] = embedding.result(), timings
+        kw["query_vectors"], kw["timings"] = embedding.result()[0], timings
         searcher._lexical_timed = lambda *_: lexical  # type: ignore[method-assign]
         try:
             return HybridSearcher.rank(searcher, text, state, mode=mode, limit=limit, **kw)
@@ -160,11 +168,12 @@ def _use(engine: Engine, variant: str) -> None:
         gc.freeze()
     else:
         gc.unfreeze()
-    shipped = variant in ("shipped", "hashed_hits", "frozen")
+    shipped = variant in ("shipped", "hashed_hits", "frozen", "hand_fusion")
     beside = shipped or variant == "pool_embeds"
     model._split_queries = saved[1] and (beside or variant == "split")
     searcher = engine.search_service.searcher
-    searcher.config = replace(searcher.config, parallel_legs=beside)
+    learned = variant != "hand_fusion"
+    searcher.config = replace(searcher.config, parallel_legs=beside, learned_ranker=learned)
     if variant == "pool_embeds":
         searcher.rank = _embedding_on_pool(searcher)  # type: ignore[method-assign]
     else:
@@ -182,7 +191,7 @@ def _stages(
     ``marks``: each stage's (last) start and end (``perf_counter`` seconds)."""
     service = engine.search_service
     targets: list[tuple[Any, str, str]] = [
-        (service.searcher, "embed_query", "embed"),
+        (service.searcher, "embed_request", "embed"),
         (engine.store, "lexical", "lexical"),
         (engine.store, "nearest_many", "vector"),
         (service.hierarchical, "hits", "hits"),
@@ -287,6 +296,11 @@ def _ratios(out: dict[str, Any]) -> dict[str, float | None]:
             ratios[f"shipped_over_{v}_p95"] = round(
                 out["shipped"]["total_p95"] / out[v]["total_p95"], 3
             )
+    if "hand_fusion" in out and "shipped" in out:
+        for q in ("p50", "p95"):
+            ratios[f"shipped_over_hand_fusion_{q}"] = round(
+                out["shipped"][f"total_{q}"] / out["hand_fusion"][f"total_{q}"], 3
+            )
     if "previous" in out and "shipped" in out:
         ratios["shipped_over_previous_p95"] = round(
             out["shipped"]["total_p95"] / out["previous"]["total_p95"], 3
@@ -321,7 +335,8 @@ def measure(engine: Engine, queries: list[str], variants: list[str]) -> dict[str
                 _use(engine, v)
                 row, answer = _timed_search(engine, q, pauses)
                 rows[v].append(row)
-                answers.append(answer)
+                if v not in RANKS_OTHERWISE:
+                    answers.append(answer)
             same = same and all(a == answers[0] for a in answers)
     finally:
         gc.callbacks.remove(on_gc)

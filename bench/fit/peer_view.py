@@ -8,13 +8,10 @@ below are for).
 
 The legs see a tool through toolscout's document text; the same-model baselines see it through
 the plain *peer text* (bench/quality.py ``peer_text``), and on some sets that cosine alone beats
-every toolscout system. These features give the ranker that view, and two more, per candidate:
+every toolscout system. These features give the ranker that view, and two more, per candidate
+(the cosine of the whole request to the tool's document vector, measured here first, is now one
+of the product's features: search/rank.py ``whole_*``):
 
-* ``whole``: cosine of the *whole* request, embedded as one text, to the tool's document
-  vector (the one the vector leg reads): the vector leg embeds each intent of a request apart
-  and keeps a tool's best, which costs requests of several sentences for one tool. From the
-  whole request's own run of nearest tools (the first 100); its gap to that run's best,
-  z-score and rank in it;
 * ``peer``: cosine of the whole request to the tool's peer text embedded by the same model,
   its gap to the best candidate, z-score and rank among the candidates;
 * ``peer_intents``: the same with the request's intents' rows (the best of them, as the
@@ -49,21 +46,13 @@ from numpy.typing import NDArray
 from quality import peer_text
 from toolscout.embed.base import Embedder
 from toolscout.models import Scored
+from toolscout.search.forest import parse_lightgbm
 from toolscout.search.hybrid import HybridSearcher
-from toolscout.search.rank import (
-    FEATURES,
-    META_FILE,
-    MODEL_FILE,
-    Legs,
-    Ranker,
-    parse_lightgbm,
-    rerank,
-)
+from toolscout.search.rank import FEATURES, META_FILE, MODEL_FILE, Legs, Ranker, rerank
 from toolscout.search.text import split_identifier
 
 #: Feature names and monotone directions of each group, in column order.
 GROUPS: dict[str, tuple[tuple[str, int], ...]] = {
-    "whole": (("whole_cosine", 1), ("whole_gap", 1), ("whole_z", 1), ("whole_rank", -1)),
     "peer": (("peer_cosine", 1), ("peer_gap", 1), ("peer_z", 1), ("peer_rank", -1)),
     "peer_intents": (("pi_cosine", 1), ("pi_gap", 1), ("pi_z", 1), ("pi_rank", -1)),
     "namedesc": (("namedesc_cosine", 1), ("namedesc_gap", 1)),
@@ -163,26 +152,11 @@ def build_views(tools: Sequence[Any], embedder: Embedder, cache: Path | None = N
 @dataclass(frozen=True)
 class Request:
     """What the extra features read of one request: its text, its intents' rows (the vector
-    leg's query rows), the whole request's row and that row's run of nearest tools."""
+    leg's query rows) and the whole request's row."""
 
     text: str
     rows: NDArray[np.float32]
     whole: NDArray[np.float32]
-    whole_run: Sequence[Scored]
-
-
-def _whole_block(run: Sequence[Scored], candidates: Sequence[str]) -> list[NDArray[np.float64]]:
-    """Cosine to the document vectors from the whole request's run (a candidate outside it
-    takes the run's last cosine), gap to the run's best, z-score and rank in the run."""
-    crowd = np.array([h.score for h in run], dtype=np.float64)
-    if crowd.size == 0:
-        return [np.zeros(len(candidates))] * 4
-    cos = {h.id: h.score for h in run}
-    place = {h.id: r for r, h in enumerate(run, 1)}
-    sims = np.array([cos.get(t, crowd[-1]) for t in candidates], dtype=np.float64)
-    rank = np.array([place.get(t, crowd.size + 1) for t in candidates], dtype=np.float64)
-    sd = float(crowd.std()) if crowd.size > 1 else 1.0
-    return [sims, sims - crowd[0], (sims - crowd.mean()) / max(sd, 1e-6), np.log1p(rank)]
 
 
 def _cosine_block(sims: NDArray[np.float64], with_rank: bool) -> list[NDArray[np.float64]]:
@@ -207,9 +181,7 @@ def extra_features(
     cols: list[NDArray[np.float64]] = []
     text = request.text
     for group in groups:
-        if group == "whole":
-            cols += _whole_block(request.whole_run, candidates)
-        elif group in ("peer", "peer_intents", "namedesc"):
+        if group in ("peer", "peer_intents", "namedesc"):
             matrix = views.namedesc if group == "namedesc" else views.peer
             query = request.rows if group == "peer_intents" else request.whole[None, :]
             sims = np.zeros(len(candidates))
@@ -231,11 +203,14 @@ class PeerSearcher(HybridSearcher):
     views: ToolViews
     groups: tuple[str, ...] = ()
     last_rows: NDArray[np.float32] | None = None
+    last_whole: NDArray[np.float32] | None = None
     last_text: str = ""
 
-    def embed_query(self, query: str) -> NDArray[np.float32]:
-        rows = super().embed_query(query)
-        self.last_rows, self.last_text = rows, query
+    def embed_request(
+        self, query: str, whole: bool
+    ) -> tuple[NDArray[np.float32], NDArray[np.float32] | None]:
+        rows = super().embed_request(query, whole)
+        self.last_rows, self.last_whole, self.last_text = rows[0], rows[1], query
         return rows
 
     def _rerank(
@@ -248,11 +223,12 @@ class PeerSearcher(HybridSearcher):
         return rerank(ranker, legs, ids, np.hstack([x, extra]))
 
     def request(self, text: str, rows: NDArray[np.float32]) -> Request:
-        """The request as the extra features read it (the whole text embedded again unless it
-        is a single intent, and its own run of nearest tools)."""
-        whole = rows if rows.shape[0] == 1 else self.embedder.embed_query([text.strip()])
-        run = self.store.nearest_many(whole, limit=self.config.candidates, filters=None)[0]
-        return Request(text, rows, whole[0], run)
+        """The request as the extra features read it (the whole text's row: the one embedded
+        beside the intents, or embedded again)."""
+        whole = self.last_whole if text == self.last_text else None
+        if whole is None:
+            whole = rows if rows.shape[0] == 1 else self.embedder.embed_query([text.strip()])
+        return Request(text, rows, whole[0])
 
 
 def load_extended(folder: Path) -> tuple[Ranker, tuple[str, ...]]:

@@ -1,7 +1,10 @@
 """Fit the learned ranker (search/rank.py) and its probability calibration.
 
-    python bench/fit/ranker.py [--write] [--fixed-rounds 90] [--max-train 6000] [--db-dir DIR]
-                               [--extra GROUP ... --folder DIR]
+    python bench/fit/ranker.py [--write] [--compose 600] [--fixed-rounds 262] [--max-train 6000]
+                               [--db-dir DIR] [--extra GROUP ... --folder DIR]
+
+The packaged ranker: ``--write --fixed-rounds 262`` (early stopping on the dev requests chose
+262 rounds; ``--compose`` is 600 unless given).
 
 Data: the ``train`` requests of ``data/natural``, each searched over its source's whole
 catalog: MetaTool's at most ``--max-train`` (an even stride) of those the packaged embedder did
@@ -9,7 +12,11 @@ catalog: MetaTool's at most ``--max-train`` (an even stride) of those the packag
 right, which taught an earlier ranker to trust it blindly), Gorilla APIBench's and BFCL's all.
 Candidates are the first 100 hits of the hand-set fusion (the hard negatives the legs mine
 themselves), labelled 1 when the tool is a gold tool. Splits are by tool
-(data/natural/README.md), so no dev tool is the gold of a training request.
+(data/natural/README.md), so no dev tool is the gold of a training request. ``--compose N``
+adds N two-part requests per source, each two training requests for different tools joined as
+"A. B" with both gold: the training splits hold few requests of several intents each served by
+its own tool, and without them the whole request's cosine taught the ranker to lose the second
+tool of such requests (ToolBench G2/G3, Seal-Tools: docs/benchmarks/ranking.md).
 
 Model: LightGBM LambdaRank with monotone constraints (search/rank.py ``MONOTONE``: evidence
 for a candidate never lowers it), early-stopped on the ``dev`` requests of the same sources
@@ -18,13 +25,14 @@ for a candidate never lowers it), early-stopped on the ``dev`` requests of the s
 out-of-fold predictions: the training requests in three folds, each scored by a model fitted
 on the other two with the chosen number of rounds; requests whose gold the legs missed count
 too. ``--write`` puts ``ranker.txt`` and ``ranker.json`` (sha256, features, calibration, this
-command) beside search/rank.py.
+command) beside search/rank.py; then ``bench/fit/ranker_calibration.py --write`` fits the score
+map that replaces that logistic calibration (search/rankcal.py) for the new ranker.
 Requires ``pip install lightgbm==4.7.0`` (training only; serving reads the text model itself).
 Each request's legs are cached in ``--cache``, so changing the features needs no new searches
 (delete it after changing the legs or the model).
 
 ``--extra`` adds feature groups the product does not compute (bench/fit/peer_view.py: the
-whole request's cosine, the peer text's, field-wise BM25); such a refit is written to
+peer text's cosine, ``name: description``'s, field-wise BM25); such a refit is written to
 ``--folder`` and measured with ``bench/ranking.py --candidate DIR``.
 """
 
@@ -96,6 +104,9 @@ PARAMS: dict[str, Any] = {
 Rows = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64], NDArray[np.float64]]
 #: Candidates re-scored per request (SearchConfig.candidates).
 CANDIDATES = 100
+#: Part of the legs cache's file names: a cache written before the legs held the whole
+#: request's run is not read.
+LEGS_VERSION = "w1"
 
 
 def embedder_requests() -> set[str]:
@@ -155,7 +166,7 @@ def collect(
 ) -> list[Searched]:
     """The legs of every request of one source's split, or of ``compose`` composed training
     requests (cached: features can change without searching again)."""
-    path = cache / f"{source}_{split}_{cap}{f'_c{compose}' if compose else ''}.pkl"
+    path = cache / f"{source}_{split}_{cap}{f'_c{compose}' if compose else ''}_{LEGS_VERSION}.pkl"
     if path.is_file():
         with path.open("rb") as fh:
             cached: list[Searched] = pickle.load(fh)
@@ -333,7 +344,7 @@ def parse() -> argparse.Namespace:
         help="where --write puts the files (default: the packaged ranker's)")  # fmt: skip
     add("--db-dir", type=Path, default=ROOT / "bench" / "out" / "ranking" / "db")
     add("--cache", type=Path, default=ROOT / "bench" / "out" / "ranking" / "legs")
-    add("--compose", type=int, default=0,
+    add("--compose", type=int, default=600,
         help="two-part requests composed of training requests, per source")  # fmt: skip
     add("--extra", nargs="*", default=[], choices=list(GROUPS),
         help="extra feature groups (bench/fit/peer_view.py): second views of tools")  # fmt: skip

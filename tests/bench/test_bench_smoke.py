@@ -33,7 +33,8 @@ CASES: dict[str, tuple[list[str], str]] = {
                           r'"speedup_vs_exact_alone"'),
     "search_stages": (["search_stages.py", "--keep", "{out}/keep", "--size", "250",
                        "--queries", "6"],
-                      r'"shipped_over_previous_p95": [\d.]+, "same_answers": true'),
+                      r'"shipped_over_hand_fusion_p95": [\d.]+, "shipped_over_previous_p95": '
+                      r'[\d.]+, "same_answers": true'),
     "query_threads": (["query_threads.py", "--queries", "3", "--rounds", "1"],
                       r'\{"median": \{"spin": \{"wall_ms": '),
     "latency_crossover": (["latency.py", "crossover", "--sizes", "250", "--queries", "4"],

@@ -116,6 +116,7 @@ def test_eval_table_fits_80_columns_and_all_shows_every_metric(
     assert max(len(line) for line in lines) <= 80
     header = next(line for line in lines if "subset" in line)
     assert all(c in header for c in ("recall@1", "recall@5", "hit@3", "ndcg@10"))
+    assert any(line.startswith("score calibration error (ECE, 10 bins): ") for line in lines)
     every = cli.invoke(app, ["eval", str(data), "--all"]).stdout.splitlines()
     assert max(len(line) for line in every) <= 80
     metrics = [line.split("│")[1].strip() for line in every if line.count("│") > 2]

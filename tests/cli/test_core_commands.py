@@ -106,3 +106,7 @@ def test_eval_writes_a_run_file_and_reports_metrics(tmp_path: Path) -> None:
     assert Path(report["report_file"]).parent == Path(os.environ["TOOLSCOUT_REPORTS_DIR"])
     assert written["sets"][0]["overall"] == report["overall"]
     assert len(written["sets"][0]["latency_samples_ms"]) == 2
+    # And how well the hits' scores are calibrated: both first hits were right.
+    top1 = written["sets"][0]["calibration"]["top1"]
+    assert sum(n for *_, n in top1["bins"]) == 2 and all(r == 1.0 for _, _, r, _ in top1["bins"])
+    assert abs(top1["ece"] - (1 - sum(m * n for _, m, _, n in top1["bins"]) / 2)) < 1e-3

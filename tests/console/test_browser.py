@@ -124,12 +124,24 @@ def test_evaluation_reports_render_their_plots_side_by_side(
     expect(page.locator(".legend-row")).to_contain_text("bm25 only")
     expect(page.locator(".legend-row")).to_contain_text("hybrid")
     plots = page.locator("svg.plot")
-    expect(plots).to_have_count(6)  # hit@k, nDCG@k, both per group, two latency histograms
+    # hit@k, nDCG@k, both per group, the scores of the first hit and of the first five, two
+    # latency histograms.
+    expect(plots).to_have_count(8)
     expect(page.locator(".side-by-side figure")).to_have_count(2)
     # Each bar carries its figure: the left report's hit@1 as written in its file.
     hit1 = 100 * payloads[0]["sets"][0]["overall"]["hit@1"]
     title = page.locator("svg.plot").first.locator("rect.s0 title").first
     expect(title).to_have_text(f"bm25 only, @1: {hit1:.1f}%")
+    # The reliability diagram of the first hits: a bar per score bin, as the file bins them.
+    top1 = payloads[1]["sets"][0]["calibration"]["top1"]
+    lo, mean_score, right, hits = top1["bins"][0]
+    heading = page.locator("title", has_text="scores of the first hit")
+    diagram = page.locator("svg.plot", has=heading)
+    expect(diagram.locator("line.diag")).to_have_count(1)
+    expect(diagram.locator("rect.s1 title").first).to_have_text(
+        f"hybrid, scores {lo:.1f}-{lo + 0.1:.1f}: {hits} hits, mean score {mean_score:.2f}, "
+        f"right {100 * right:.0f}%"
+    )
     screenshot(page, "evals")
 
 

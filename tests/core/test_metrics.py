@@ -1,6 +1,15 @@
 import pytest
 
-from toolscout.eval.metrics import complete_at, hit_at, ndcg_at, percentile, recall_at, sign_test
+from toolscout.eval.metrics import (
+    calibration_error,
+    complete_at,
+    hit_at,
+    ndcg_at,
+    percentile,
+    recall_at,
+    reliability,
+    sign_test,
+)
 
 
 def test_metrics_follow_the_shared_definitions() -> None:
@@ -25,3 +34,13 @@ def test_the_sign_test_counts_wins_and_losses_and_drops_ties() -> None:
     assert (won, lost) == (3, 0)
     assert p == pytest.approx(0.25)  # two-sided: 2 * (1/2)^3
     assert sign_test([1, 0], [1, 0]) == (0, 0, 1.0)
+
+
+def test_reliability_bins_hits_by_score_and_counts_the_share_right() -> None:
+    pairs = [(0.05, False), (0.15, True), (0.12, False), (0.95, True), (1.0, True)]
+    bins = reliability(pairs)
+    assert [(lo, n) for lo, _, _, n in bins] == [(0.0, 1), (0.1, 2), (0.9, 2)]
+    assert bins[1][1] == pytest.approx(0.135) and bins[1][2] == 0.5
+    # ECE: |0.05 - 0| * 1 + |0.135 - 0.5| * 2 + |0.975 - 1| * 2, over 5 hits.
+    assert calibration_error(pairs) == pytest.approx((0.05 + 0.73 + 0.05) / 5)
+    assert calibration_error([]) == 0.0

@@ -31,9 +31,10 @@ def test_wheel_ships_the_tokenizer_and_declares_only_torch_free_model_packages(
         metadata = zf.read(next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA")))
         ranker = zf.read("toolscout/search/ranker.txt")
         ranker_meta = json.loads(zf.read("toolscout/search/ranker.json"))
+        rankcal = json.loads(zf.read("toolscout/search/rankcal.json"))
         quality_pins = zf.read("toolscout/embed/models/quality-wheels.txt").decode()
     assert hashlib.sha256(tokenizer).hexdigest() == TOKENIZER_SHA256
-    assert hashlib.sha256(ranker).hexdigest() == ranker_meta["sha256"]
+    assert hashlib.sha256(ranker).hexdigest() == ranker_meta["sha256"] == rankcal["ranker_sha256"]
     # `toolscout model install quality` reads its hash pins from the installed package.
     assert quality_pins.count("--hash=sha256:") == 5
     requires = [

@@ -33,10 +33,11 @@ def test_default_search_stays_above_the_toolbench_floor(
 def test_default_search_stays_above_the_floor_on_short_single_tool_requests(
     engine: Engine,
 ) -> None:
-    """tests/data/single_intent over the built-in catalog, top 3 of ``Engine.search``: measured
-    79.8 % (99 of 124). bench/natural.py's run (docs/BENCHMARKS.md §14) had the default at 72.6
-    (dev half) and 88.7 (held-out half), `plain_cosine` at 67.7 / 74.2 and `weighted_rrf` at
-    66.1 / 77.4, both about 71 over the whole set: the floor sits above them."""
+    """tests/data/single_intent over the built-in catalog, top 3 of ``Engine.search`` (the learned
+    ranker on): measured 82.3 % (102 of 124), the hand-set fusion the same. bench/ranking.py's
+    run (docs/BENCHMARKS.md §16) has the default at 74.2 (dev half) and 91.9 (held-out half),
+    plain cosine at 71.0 / 85.5 and weighted RRF at 72.6 / 79.0, 78.2 and 75.8 over the whole
+    set: the floor sits at the better of them."""
     starter = Path(str(resources.files("toolscout.data").joinpath("starter_catalog.json")))
     engine.index([CatalogFile(starter, source="builtin").read()])
     rows = load_queries(
@@ -44,4 +45,4 @@ def test_default_search_stays_above_the_floor_on_short_single_tool_requests(
     )
     assert len(rows) == 124
     hits = [any(h.tool.id in q.gold for h in engine.search(q.text, limit=3).hits) for q in rows]
-    assert sum(hits) / len(hits) >= 0.75
+    assert sum(hits) / len(hits) >= 0.78

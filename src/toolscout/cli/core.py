@@ -302,6 +302,12 @@ def _print_eval(report: Report, every_metric: bool) -> None:
     console.print(table)
     lat = ", ".join(f"{k} {v:.1f} ms" for k, v in report.latency_ms.items())
     console.print(f"search latency: {lat}", highlight=False)
+    if report.calibration:
+        errs = ", ".join(
+            f"{name} {report.calibration[key]['ece']:.3f}"
+            for key, name in (("top1", "first hit"), ("top5", "first five"))
+        )
+        console.print(f"score calibration error (ECE, 10 bins): {errs}", highlight=False)
 
 
 @app.command("eval")

@@ -138,10 +138,10 @@ class Settings(BaseSettings):
 
     fusion: str = "adaptive"
     learned_ranker: bool = Field(
-        default=False,
+        default=True,
         description="re-score a hybrid search's first 100 candidates with the learned ranker "
-        "(search/rank.py); off by default: it does not beat the fusion on every dev set "
-        "(docs/BENCHMARKS.md section 16)",
+        "(search/rank.py); off: the hand-set adaptive fusion's order (docs/BENCHMARKS.md "
+        "section 16 compares them)",
     )
     lexical_weight: float = 1.0
     vector_weight: float = 1.0

@@ -65,3 +65,33 @@ def sign_test(mine: Sequence[float], theirs: Sequence[float]) -> tuple[int, int,
     n, k = won + lost, min(won, lost)
     tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n if n else 0.5
     return won, lost, min(1.0, 2 * tail)
+
+
+#: One bin of a reliability diagram: its lower edge, the mean score and the share right of the
+#: hits inside, and how many hits that is.
+Bin = tuple[float, float, float, int]
+
+
+def reliability(pairs: Sequence[tuple[float, bool]], bins: int = 10) -> list[Bin]:
+    """The non-empty equal-width score bins of ``(score, right)`` pairs (scores in 0..1; a
+    score of 1 falls in the last bin): what a reliability diagram draws."""
+    inside: dict[int, list[tuple[float, bool]]] = {}
+    for score, right in pairs:
+        inside.setdefault(min(max(int(score * bins), 0), bins - 1), []).append((score, right))
+    return [
+        (
+            b / bins,
+            sum(s for s, _ in rows) / len(rows),
+            sum(r for _, r in rows) / len(rows),
+            len(rows),
+        )
+        for b, rows in sorted(inside.items())
+    ]
+
+
+def calibration_error(pairs: Sequence[tuple[float, bool]], bins: int = 10) -> float:
+    """Expected calibration error: over equal-width score bins, the gap between the mean score
+    and the share right, weighted by the bin's share of the pairs (0 for no pairs)."""
+    if not pairs:
+        return 0.0
+    return sum(abs(s - r) * n for _, s, r, n in reliability(pairs, bins)) / len(pairs)

@@ -50,6 +50,8 @@ class SetResult:
     groups: dict[str, dict[str, float]] = field(default_factory=dict)
     latency_ms: dict[str, float] = field(default_factory=dict)
     latency_samples_ms: tuple[float, ...] = ()
+    #: ``top1`` / ``top5``: the scores' calibration error and reliability bins (eval/run.py).
+    calibration: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,7 @@ def report_payload(
                 "groups": r.groups,
                 "latency_ms": r.latency_ms,
                 "latency_samples_ms": [round(t, 3) for t in r.latency_samples_ms],
+                "calibration": r.calibration,
             }
             for r in reports
         ],
@@ -155,6 +158,7 @@ def _parse(path: Path) -> EvalReport:
                 },
                 latency_ms={k: float(v) for k, v in s.get("latency_ms", {}).items()},
                 latency_samples_ms=tuple(float(t) for t in s.get("latency_samples_ms", [])),
+                calibration=_calibration(s.get("calibration") or {}),
             )
             for s in raw["sets"]
         )
@@ -167,3 +171,14 @@ def _parse(path: Path) -> EvalReport:
         )
     except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
         raise ReportNotFound(path.stem, f"cannot be read: {exc}") from exc
+
+
+def _calibration(raw: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A report's calibration figures, checked (older reports have none)."""
+    return {
+        str(name): {
+            "ece": float(part["ece"]),
+            "bins": [(float(lo), float(m), float(r), int(n)) for lo, m, r, n in part["bins"]],
+        }
+        for name, part in raw.items()
+    }

@@ -11,7 +11,7 @@ from typing import Any
 
 from toolscout.engine import Engine
 from toolscout.errors import IngestError
-from toolscout.eval.metrics import mean, percentile, score_query
+from toolscout.eval.metrics import calibration_error, mean, percentile, reliability, score_query
 from toolscout.ingest.jsonfile import CatalogFile
 from toolscout.models import SearchMode
 
@@ -36,6 +36,10 @@ class Report:
     latency_ms: dict[str, float] = field(default_factory=dict)
     #: Every query's search time (ms), in query order.
     latency_samples_ms: list[float] = field(default_factory=list)
+    #: How well the hits' scores are calibrated, for the first hit (``top1``) and the first
+    #: five (``top5``): the expected calibration error and the reliability diagram's bins
+    #: (lower edge, mean score, share right, hits). Empty when the search gave no scores.
+    calibration: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -45,6 +49,7 @@ class Report:
             "overall": self.overall,
             "groups": self.groups,
             "latency_ms": self.latency_ms,
+            "calibration": self.calibration,
         }
 
 
@@ -107,15 +112,19 @@ def evaluate(
 
     Raises: IngestError, QueryError."""
     queries = load_queries(set_dir / "queries.jsonl", group_field)
+    scored: list[list[float]] = []
 
     def default_search(text: str) -> list[str]:
-        return [h.tool.id for h in engine.search(text[:1000], mode=mode, limit=limit).hits]
+        hits = engine.search(text[:1000], mode=mode, limit=limit).hits
+        scored.append([h.score for h in hits])
+        return [h.tool.id for h in hits]
 
     run = search or default_search
     rows: list[dict[str, float]] = []
     by_group: dict[str, list[dict[str, float]]] = {}
     times: list[tuple[int, float]] = []
     lines: list[str] = []
+    rankings: list[list[str]] = []
     for q in queries:
         t0 = time.perf_counter()
         ranked = run(q.text)
@@ -125,6 +134,7 @@ def evaluate(
         if q.group:
             by_group.setdefault(q.group, []).append(scores)
         lines.append(json.dumps({"query_id": q.id, "ranked": ranked}))
+        rankings.append(ranked)
     if run_file:
         run_file.parent.mkdir(parents=True, exist_ok=True)
         run_file.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -144,4 +154,23 @@ def evaluate(
         groups={g: mean(r) for g, r in sorted(by_group.items())},
         latency_ms=latency,
         latency_samples_ms=all_t,
+        calibration=_calibration(queries, rankings, scored) if search is None else {},
     )
+
+
+def _calibration(
+    queries: list[Query], rankings: list[list[str]], scores: list[list[float]]
+) -> dict[str, dict[str, Any]]:
+    """Expected calibration error and reliability bins of the first hit and the first five."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, depth in (("top1", 1), ("top5", 5)):
+        pairs = [
+            (s, tid in q.gold)
+            for q, ids, row in zip(queries, rankings, scores, strict=True)
+            for tid, s in zip(ids[:depth], row[:depth], strict=True)
+        ]
+        out[name] = {
+            "ece": round(calibration_error(pairs), 4),
+            "bins": [[lo, round(m, 4), round(r, 4), n] for lo, m, r, n in reliability(pairs)],
+        }
+    return out

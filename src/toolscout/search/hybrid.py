@@ -16,12 +16,15 @@ fixes both:
   and each intent is also fused on its own, so the best tool for *one* intent ranks as high as
   the best tool for the whole request ("book a meeting *and email her the agenda*").
 
-With ``learned_ranker`` on, a learned model re-orders the first fused candidates and its
-probabilities are the scores (``search/rank.py``). Otherwise scores come from
-``search/calibration.py``: a hit's score is the probability that the tool
-serves the request, comparable across requests; a request that no indexed tool is likely to
-serve (judged from the legs before fusion: the vector leg's closest tool, the catalog's size)
-is a ``no_match``.
+With ``learned_ranker`` on (the default), a learned model re-orders the first fused
+candidates and its probabilities are the scores (``search/rank.py``). It also reads the cosine
+of the *whole* request embedded as one text: for a request of several intents that text is
+embedded in the same call as the intents and gets its own row of the vector leg's
+``nearest_many``; a request of one intent is that text already. With the ranker off, neither is
+made, and scores come from ``search/calibration.py``: a hit's score is the probability that
+the tool serves the request, comparable across requests. Either way, a request that no indexed
+tool is likely to serve (judged from the legs before fusion: the vector leg's closest tool, the
+catalog's size) is a ``no_match``.
 """
 
 from __future__ import annotations
@@ -55,6 +58,10 @@ MAX_ROWS = 8
 _WARNED: set[str] = set()
 #: Threads shared by all searches of one searcher for the legs they run beside the caller.
 LEG_THREADS = 8
+
+#: A request's intents' rows, and the whole request's row when it was embedded apart from them
+#: (several intents and the learned ranker on; else None).
+QueryRows = tuple[NDArray[np.float32], NDArray[np.float32] | None]
 
 
 class HybridSearcher:
@@ -130,6 +137,15 @@ class HybridSearcher:
         embedded (docs/BENCHMARKS.md) and is the most expensive text to embed, so it is skipped.
         """
         return self.embedder.embed_query(self.intents(query))
+
+    def embed_request(self, query: str, whole: bool) -> QueryRows:
+        """:meth:`embed_query`, and with ``whole`` the whole request's row for a request of
+        several intents, embedded in the same call (a request of one intent is its own whole)."""
+        intents = self.intents(query)
+        if not whole or len(intents) < 2:
+            return self.embedder.embed_query(intents), None
+        rows = self.embedder.embed_query([*intents, query.strip()])
+        return rows[:-1], rows[-1:]
 
     def search(
         self,
@@ -226,13 +242,21 @@ class HybridSearcher:
         lexical: list[Scored] = []
         runs: list[list[Scored]] = []
         embedded: list[NDArray[np.float32]] = []
+        # The learned ranker reads the whole request's run of nearest tools too.
+        ranker = self.ranker if mode is SearchMode.HYBRID and cfg.learned_ranker else None
+        whole = ranker is not None
+        whole_run: list[list[Scored]] = []
+
+        brought: QueryRows | None = None if query_vectors is None else (query_vectors, None)
 
         def vector_leg() -> list[list[Scored]]:
-            vecs = query_vectors if query_vectors is not None else self._embed_timed(text, timings)
-            embedded.append(vecs)
+            rows = self._query_rows(text, brought, whole, timings)
+            embedded.append(rows[0])
             t0 = time.perf_counter()
-            found = self.store.nearest_many(vecs, limit=n, filters=filters, state=state)
+            found = self.store.nearest_many(_stacked(rows), limit=n, filters=filters, state=state)
             timings["vector_ms"] = (time.perf_counter() - t0) * 1000
+            if rows[1] is not None:
+                whole_run.append(found.pop())
             return found
 
         pool = self._lexical_beside(mode, tokens, query_vectors is None)
@@ -248,10 +272,10 @@ class HybridSearcher:
         vector = best_of_intents(runs, n)
         fused = fuse_legs(cfg, mode, tokens, lexical, vector, state.tools)
         chances: dict[str, float] | None = None
-        if mode is SearchMode.HYBRID and cfg.learned_ranker and self.ranker is not None and fused:
+        if ranker is not None and fused:
             t0 = time.perf_counter()
-            legs = Legs(lexical, vector, fused, len(runs), state.tools)
-            fused, chances = self._rerank(self.ranker, legs, tokens)
+            legs = Legs(lexical, vector, fused, len(runs), state.tools, _whole(runs, whole_run))
+            fused, chances = self._rerank(ranker, legs, tokens)
             timings["rerank_ms"] = (time.perf_counter() - t0) * 1000
         if self.boost is not None and embedded:
             fused = self.boost.apply(embedded[0], fused, state.version)
@@ -299,11 +323,29 @@ class HybridSearcher:
         timings["lexical_ms"] = (time.perf_counter() - t0) * 1000
         return found
 
-    def _embed_timed(self, text: str, timings: dict[str, float]) -> NDArray[np.float32]:
+    def _query_rows(
+        self, text: str, given: QueryRows | None, whole: bool, timings: dict[str, float]
+    ) -> QueryRows:
+        """The rows the vector leg searches: ``given`` or the request embedded now, and with
+        ``whole`` the whole request's row when it has several intents (embedded alone when the
+        caller brought the intents' rows)."""
+        rows, extra = given if given is not None else self._embed_timed(text, timings, whole)
+        if whole and extra is None and rows.shape[0] > 1:
+            extra = self._embed_whole(text, timings)
+        return rows, extra
+
+    def _embed_timed(self, text: str, timings: dict[str, float], whole: bool) -> QueryRows:
         t0 = time.perf_counter()
-        vecs = self.embed_query(text)
+        rows = self.embed_request(text, whole)
         timings["embed_ms"] = (time.perf_counter() - t0) * 1000
-        return vecs
+        return rows
+
+    def _embed_whole(self, text: str, timings: dict[str, float]) -> NDArray[np.float32]:
+        """The whole request's row alone (the caller brought its intents' rows)."""
+        t0 = time.perf_counter()
+        row = self.embedder.embed_query([text.strip()])
+        timings["whole_embed_ms"] = (time.perf_counter() - t0) * 1000
+        return row
 
     def legs(self, query: str) -> tuple[Legs, list[str]]:
         """The legs of a hybrid search for ``query`` (no filters) and its analysed tokens, as
@@ -318,10 +360,12 @@ class HybridSearcher:
         state = self.store.state()
         tools = state.tools
         lexical = self._lexical(tokens, n, n, None, state)
-        runs = self.store.nearest_many(self.embed_query(text), limit=n, state=state)
+        rows = self.embed_request(text, True)
+        runs = self.store.nearest_many(_stacked(rows), limit=n, state=state)
+        own = runs.pop() if rows[1] is not None else runs[0]
         vector = best_of_intents(runs, n)
         fused = fuse_legs(self.config, SearchMode.HYBRID, tokens, lexical, vector, tools)
-        return Legs(lexical, vector, fused, len(runs), tools), tokens
+        return Legs(lexical, vector, fused, len(runs), tools, own), tokens
 
     def candidate_features(
         self, legs: Legs, tokens: list[str]
@@ -329,7 +373,8 @@ class HybridSearcher:
         """The candidates the ranker re-scores (the first ``candidates`` fused hits) and their
         feature rows (search/rank.py); the fit script reads the same rows."""
         ids = [h.id for h in legs.fused[: self.config.candidates]]
-        return ids, features(legs, ids, tokens, self.store.tools.get_many(ids))
+        # Names and servers only: no schema is read (nor fails to decode) for ranking.
+        return ids, features(legs, ids, tokens, self.store.tools.get_light(ids))
 
     def _rerank(
         self, ranker: Ranker, legs: Legs, tokens: list[str]
@@ -363,3 +408,15 @@ class HybridSearcher:
             return fused
         first = set(exact)
         return [Scored(i, 1.0) for i in exact] + [h for h in fused if h.id not in first]
+
+
+def _whole(runs: list[list[Scored]], apart: list[list[Scored]]) -> list[Scored]:
+    """The whole request's run: the one searched apart, else a single intent's run."""
+    if apart:
+        return apart[0]
+    return runs[0] if len(runs) == 1 else []
+
+
+def _stacked(rows: QueryRows) -> NDArray[np.float32]:
+    """The intents' rows, then the whole request's when it has one of its own."""
+    return rows[0] if rows[1] is None else np.vstack([rows[0], rows[1]])

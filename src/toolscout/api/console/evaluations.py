@@ -1,9 +1,11 @@
 """The evaluations page: the report files ``toolscout eval`` wrote, and two of them side by side.
 
 For every dataset in the chosen reports it draws hit@k and nDCG@k overall (k = 1, 3, 5, 10), the
-same metrics per query group at one k, and each report's latency histogram over shared bins, so
-bars can be compared directly. Plots are inline SVG (:mod:`toolscout.api.console.plots`), each
-with its figures in a table beside it.
+same metrics per query group at one k, a reliability diagram of the scores of the first hit and
+of the first five (how often a hit scored about p was right; the expected calibration error
+beside), and each report's latency histogram over shared bins, so bars can be compared
+directly. Plots are inline SVG (:mod:`toolscout.api.console.plots`), each with its figures in a
+table beside it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,13 @@ from fastapi.responses import Response
 from markupsafe import Markup
 
 from toolscout.api.console.access import check_read
-from toolscout.api.console.plots import Series, bar_chart, histogram, shared_edges
+from toolscout.api.console.plots import (
+    Series,
+    bar_chart,
+    histogram,
+    reliability_diagram,
+    shared_edges,
+)
 from toolscout.api.console.render import page
 from toolscout.config import Settings
 from toolscout.errors import QueryError
@@ -25,6 +33,7 @@ from toolscout.eval.reports import EvalReport, SetResult, list_reports, load_rep
 
 KS = (1, 3, 5, 10)
 FAMILIES = (("hit", "hit"), ("ndcg", "nDCG"))
+DEPTHS = (("top1", "the first hit"), ("top5", "the first five hits"))
 
 
 @dataclass(frozen=True)
@@ -35,6 +44,16 @@ class Latency:
 
 
 @dataclass(frozen=True)
+class Reliability:
+    """One reliability diagram: what it bins, the plot, and per report its calibration error
+    and bins (lower edge, mean score, share right, hits)."""
+
+    caption: str
+    plot: Markup
+    rows: list[tuple[str, float, list[tuple[float, float, float, int]]]]
+
+
+@dataclass(frozen=True)
 class DatasetView:
     """Everything drawn for one dataset."""
 
@@ -42,6 +61,24 @@ class DatasetView:
     overall: list[tuple[str, Markup, list[tuple[str, list[float | None]]]]]
     groups: list[tuple[str, Markup, list[str], list[tuple[str, list[float | None]]]]]
     latency: list[Latency]
+    scores: list[Reliability]
+
+
+def reliability_views(dataset: str, sets: list[tuple[str, SetResult | None]]) -> list[Reliability]:
+    """A reliability diagram per depth, over the reports whose run recorded scores."""
+    out = []
+    for key, caption in DEPTHS:
+        rows = [
+            (label, float(s.calibration[key]["ece"]), list(s.calibration[key]["bins"]))
+            for label, s in sets
+            if s is not None and key in s.calibration
+        ]
+        if rows:
+            plot = reliability_diagram(
+                f"{dataset}: scores of {caption}", [(label, bins) for label, _, bins in rows]
+            )
+            out.append(Reliability(f"scores of {caption}", plot, rows))
+    return out
 
 
 def _label(report: EvalReport) -> str:
@@ -85,7 +122,7 @@ def dataset_view(dataset: str, chosen: list[EvalReport], k: int) -> DatasetView:
         )
         for i, ((label, s), sample) in enumerate(zip(sets, samples, strict=True))
     ]
-    return DatasetView(dataset, overall, groups, latency)
+    return DatasetView(dataset, overall, groups, latency, reliability_views(dataset, sets))
 
 
 def view(folder: Path, a: str, b: str, k: str) -> dict[str, Any]:

@@ -143,6 +143,51 @@ def histogram(
     return _frame(title, desc, body)
 
 
+def reliability_diagram(
+    title: str, series: Sequence[tuple[str, Sequence[tuple[float, float, float, int]]]]
+) -> Markup:
+    """A reliability diagram: hits binned by score (ten bins of 0.1), per series (report) a bar
+    per bin as high as the share of its hits that were right, and the diagonal where that share
+    equals the score. ``series``: name and bins (lower edge, mean score, share right, hits)."""
+    plot_w = WIDTH - LEFT - RIGHT
+    plot_h = HEIGHT - TOP - BOTTOM
+    body = _y_axis(100.0, "%")
+    bin_w = plot_w / 10
+    bar_w = bin_w * 0.8 / max(1, len(series))
+    for si, (name, bins) in enumerate(series):
+        for lo, mean_score, right, hits in bins:
+            b = min(9, max(0, round(lo * 10)))
+            h = plot_h * min(1.0, max(0.0, right))
+            x = LEFT + b * bin_w + bin_w * 0.1 + si * bar_w
+            tip = (
+                f"{name}, scores {lo:.1f}-{lo + 0.1:.1f}: {hits} hits, mean score "
+                f"{mean_score:.2f}, right {100 * right:.0f}%"
+            )
+            body.append(
+                f'<rect class="bar s{si % 4}" x="{_fmt(x)}" y="{_fmt(HEIGHT - BOTTOM - h)}" '
+                f'width="{_fmt(max(1.0, bar_w - 2))}" height="{_fmt(h)}">'
+                f"<title>{escape(tip)}</title></rect>"
+            )
+    body.append(
+        f'<line class="diag" x1="{LEFT}" y1="{HEIGHT - BOTTOM}" x2="{WIDTH - RIGHT}" y2="{TOP}">'
+        "<title>perfectly calibrated: share right = score</title></line>"
+    )
+    for i in range(0, 11, 2):
+        body.append(
+            f'<text class="label" x="{_fmt(LEFT + i * bin_w)}" y="{HEIGHT - BOTTOM + 14}" '
+            f'text-anchor="middle">{i / 10:.1f}</text>'
+        )
+    body.extend(_legend([Series(name, ()) for name, _ in series]))
+    desc = "; ".join(
+        f"{name}: "
+        + ", ".join(
+            f"{lo:.1f}-{lo + 0.1:.1f} {hits} hits {100 * r:.0f}% right" for lo, _, r, hits in bins
+        )
+        for name, bins in series
+    )
+    return _frame(title, desc or "no scored hits", body)
+
+
 def shared_edges(sample_sets: Sequence[Sequence[float]], bins: int = 12) -> list[float]:
     """Bin edges covering every set up to its combined 98th percentile (the rest goes into the
     last bin), so one slow outlier does not squash the plot."""

@@ -1,0 +1,145 @@
+"""LightGBM's text model, evaluated with numpy: the learned ranker's trees (search/rank.py).
+
+Each tree's exit leaf is found from bit masks, as QuickScorer does (Lucchese et al., SIGIR
+2015): number a tree's leaves left to right; a split whose test fails (the value is above its
+threshold, so the walk goes right) rules out every leaf of its left subtree; the exit leaf is
+the leftmost leaf no failed test rules out. The tests that fail for a value of feature f are
+those of f's splits with a threshold below it, a prefix of f's splits sorted by threshold, so
+the masks of every prefix are combined once at load (:attr:`Forest.table`) and a row needs one
+binary search per feature, one gather of a row of masks per feature, one AND across features,
+and the lowest set bit of each tree's mask: about a third of the time of walking the same
+trees level by level (docs/benchmarks/ranking.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from toolscout.errors import ConfigError
+
+#: Index of the lowest set bit of every 16-bit mask (0 for 0, which never occurs: some leaf is
+#: always reached).
+_LOWEST = np.array([(m & -m).bit_length() - 1 if m else 0 for m in range(1 << 16)], np.uint8)
+
+
+@dataclass(frozen=True)
+class Forest:
+    """A forest packed for mask evaluation (see the module docstring)."""
+
+    #: The features some split reads, and for each its split thresholds in ascending order.
+    features: tuple[int, ...]
+    thresholds: tuple[NDArray[np.float64], ...]
+    #: Where each feature's rows start in :attr:`table`.
+    offsets: NDArray[np.int64]
+    #: One row per prefix of each feature's sorted splits (the empty prefix first): per tree, the
+    #: leaves (bit j: the j-th from the left) those failed tests leave possible.
+    table: NDArray[np.uint16]
+    #: Leaf values, ``leaves`` per tree, left to right (unused places 0).
+    values: NDArray[np.float64]
+    leaves: int
+    #: Where each tree's leaves start in :attr:`values`.
+    starts: NDArray[np.int64]
+
+    @property
+    def size(self) -> int:
+        """How many trees the forest holds."""
+        return self.values.size // self.leaves
+
+    def predict(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        """The sum of the trees' leaf values for each row of ``x`` (LightGBM's, except that it
+        reads a value within 1e-35 of 0 as 0, which no ranker feature takes)."""
+        n = x.shape[0]
+        if n == 0:
+            return np.zeros(0)
+        if not self.features:
+            return np.full(n, self.values.reshape(-1, self.leaves)[:, 0].sum())
+        rows = np.empty((len(self.features), n), dtype=np.int64)
+        for j, (f, cut) in enumerate(zip(self.features, self.thresholds, strict=True)):
+            rows[j] = np.searchsorted(cut, x[:, f], side="left")
+        rows += self.offsets[:, None]
+        masks = self.table.take(rows[0], axis=0)
+        for row in rows[1:]:
+            masks &= self.table.take(row, axis=0)
+        leaf = _LOWEST.take(masks).astype(np.int64)
+        leaf += self.starts
+        out: NDArray[np.float64] = self.values.take(leaf).sum(axis=1)
+        return out
+
+
+def parse_lightgbm(text: str) -> Forest:
+    """Read LightGBM's text model (numerical splits only, as the fit script trains them; at most
+    16 leaves per tree).
+
+    Raises:
+        ConfigError: the text is not such a model.
+    """
+    blocks = [b.strip() for b in text.split("\n\n") if b.strip().startswith("Tree=")]
+    if not blocks:
+        raise ConfigError("ranker model holds no trees")
+    trees = [_tree(dict(ln.split("=", 1) for ln in b.splitlines() if "=" in ln)) for b in blocks]
+    width = max(len(values) for _, values in trees)
+    values = np.zeros((len(trees), width), dtype=np.float64)
+    # (feature, threshold, tree, mask) of every split.
+    splits: list[tuple[int, float, int, int]] = []
+    for t, (tree_splits, leaf_values) in enumerate(trees):
+        values[t, : len(leaf_values)] = leaf_values
+        splits.extend((f, thr, t, mask) for f, thr, mask in tree_splits)
+    features = sorted({f for f, _, _, _ in splits})
+    table: list[NDArray[np.uint16]] = []
+    cuts: list[NDArray[np.float64]] = []
+    offsets: list[int] = []
+    for f in features:
+        mine = sorted((thr, t, mask) for g, thr, t, mask in splits if g == f)
+        offsets.append(sum(len(c) + 1 for c in cuts))
+        cuts.append(np.array([thr for thr, _, _ in mine], dtype=np.float64))
+        row = np.full(len(trees), 0xFFFF, dtype=np.uint16)
+        table.append(row.copy())
+        for _, t, mask in mine:
+            row[t] &= mask
+            table.append(row.copy())
+    return Forest(
+        tuple(features),
+        tuple(cuts),
+        np.array(offsets, dtype=np.int64),
+        np.vstack(table) if table else np.zeros((0, len(trees)), dtype=np.uint16),
+        values.ravel(),
+        width,
+        np.arange(len(trees), dtype=np.int64) * width,
+    )
+
+
+def _tree(kv: dict[str, str]) -> tuple[list[tuple[int, float, int]], list[float]]:
+    """One tree's splits as (feature, threshold, mask of the leaves still possible when the test
+    fails) and its leaf values, leaves numbered left to right.
+
+    Raises:
+        ConfigError: categorical splits, or more than 16 leaves.
+    """
+    if any(int(d) & 1 for d in kv.get("decision_type", "").split()):
+        raise ConfigError("ranker model has categorical splits; this code reads numerical ones")
+    leaf_values = [float(v) for v in kv["leaf_value"].split()]
+    if len(leaf_values) > 16:
+        raise ConfigError(f"a ranker tree has {len(leaf_values)} leaves; this code reads <= 16")
+    split = [int(v) for v in kv.get("split_feature", "").split()]
+    left = [int(v) for v in kv.get("left_child", "").split()]
+    right = [int(v) for v in kv.get("right_child", "").split()]
+    threshold = [float(v) for v in kv.get("threshold", "").split()]
+    if not split:
+        return [], leaf_values
+
+    def under(node: int) -> list[int]:
+        """The leaves under ``node``, left to right (LightGBM's leaf j is child ``~j``)."""
+        return [~node] if node < 0 else under(left[node]) + under(right[node])
+
+    place = {leaf: j for j, leaf in enumerate(under(0))}
+    out: list[tuple[int, float, int]] = []
+    for node in range(len(split)):
+        ruled_out = sum(1 << place[leaf] for leaf in under(left[node]))
+        out.append((split[node], threshold[node], 0xFFFF & ~ruled_out))
+    by_place = [0.0] * len(leaf_values)
+    for leaf, j in place.items():
+        by_place[j] = leaf_values[leaf]
+    return out, by_place

@@ -1,0 +1,220 @@
+"""The learned ranker's scores as probabilities: P(this candidate is a right tool for the request).
+
+The ranker's raw output orders one request's candidates but means nothing across requests. The
+map has two stages, both fitted on training requests only (``bench/fit/ranker_calibration.py``,
+which refits it for whatever ranker is packaged, and records that ranker's sha256):
+
+1. a logistic model over :data:`DERIVED` inputs (the raw output, its gap to the request's best,
+   the candidate's place) and any of the ranker's own features by name (the candidate's cosine,
+   the request's BM25 evidence, the catalog's size, its intents ...); which ones is in the file;
+2. per band of places (first hit, second to fifth, ...), an isotonic (non-decreasing) map of the
+   logistic output, read by linear interpolation between its knots: it corrects the shape a
+   logistic cannot take without ever turning a higher output into a lower probability.
+
+Within one request a hit never scores above the one ranked before it (``scored_hits`` caps each
+score at its predecessor's), so the map never re-orders the ranker's answer. A file fitted for
+another ranker is not used (:func:`load_rank_calibration` says so); the ranker then falls back
+to the logistic calibration its own metadata carries.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from toolscout.errors import ConfigError
+
+CALIBRATION_FILE = "rankcal.json"
+
+#: Inputs computed from the ranker's output for one request's candidates: the output itself,
+#: its gap to the request's best, the candidate's place (log of 1 + its 0-based position), and
+#: its lead over the best of the others (the first hit's margin over the second; for any other,
+#: its gap to the first). Each grows with the output within a request.
+DERIVED: tuple[str, ...] = ("raw", "raw_gap", "position", "lead")
+
+
+@dataclass(frozen=True)
+class Band:
+    """The isotonic map of the candidates whose 0-based place is ``start`` or more (up to the
+    next band's start): knots ``x`` (logistic output, increasing) and ``y`` (probability,
+    non-decreasing)."""
+
+    start: int
+    x: tuple[float, ...]
+    y: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class RankCalibration:
+    """The fitted map of the module docstring, for the ranker whose model file has sha256
+    ``ranker_sha256``."""
+
+    inputs: tuple[str, ...]
+    coef: tuple[float, ...]
+    intercept: float
+    bands: tuple[Band, ...]
+    ranker_sha256: str
+    provenance: str = ""
+
+    def logistic(
+        self,
+        raw: NDArray[np.float64],
+        x: NDArray[np.float64],
+        features: Sequence[str],
+        place: NDArray[np.int64] | None = None,
+    ) -> NDArray[np.float64]:
+        """Stage 1 for one request's candidates (``x``: rows of ``features``)."""
+        z = design(self.inputs, raw, x, features, place) @ np.asarray(self.coef) + self.intercept
+        out: NDArray[np.float64] = 1.0 / (1.0 + np.exp(-np.clip(z, -50.0, 50.0)))
+        return out
+
+    def probabilities(
+        self, raw: NDArray[np.float64], x: NDArray[np.float64], features: Sequence[str]
+    ) -> NDArray[np.float64]:
+        """The probability that each of one request's candidates is a right tool."""
+        if raw.size == 0:
+            return np.zeros(0)
+        place = positions(raw)
+        p = self.logistic(raw, x, features, place)
+        if not self.bands:
+            return p
+        starts = np.array([b.start for b in self.bands])
+        band_of = np.searchsorted(starts, place, side="right") - 1
+        out = p.copy()  # places before the first band (none as fitted) keep stage 1
+        for i, band in enumerate(self.bands):
+            inside = band_of == i
+            out[inside] = np.interp(p[inside], band.x, band.y)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ranker_sha256": self.ranker_sha256,
+            "inputs": list(self.inputs),
+            "coef": [round(c, 6) for c in self.coef],
+            "intercept": round(self.intercept, 6),
+            "bands": [
+                {"start": b.start, "x": [round(v, 6) for v in b.x], "y": [round(v, 6) for v in b.y]}
+                for b in self.bands
+            ],
+            "provenance": self.provenance,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], features: Sequence[str]) -> RankCalibration:
+        """Raises: ConfigError when the file is malformed or reads an input that neither
+        :data:`DERIVED` nor ``features`` (the ranker's) holds."""
+        try:
+            inputs = tuple(str(n) for n in data["inputs"])
+            coef = tuple(float(c) for c in data["coef"])
+            bands = tuple(
+                Band(int(b["start"]), tuple(map(float, b["x"])), tuple(map(float, b["y"])))
+                for b in data.get("bands", [])
+            )
+            out = cls(
+                inputs,
+                coef,
+                float(data["intercept"]),
+                bands,
+                str(data["ranker_sha256"]),
+                str(data.get("provenance", "")),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(f"{CALIBRATION_FILE} is malformed: {exc}") from exc
+        unknown = [n for n in inputs if n not in DERIVED and n not in features]
+        if unknown or len(coef) != len(inputs):
+            raise ConfigError(
+                f"{CALIBRATION_FILE} reads {list(inputs)!r} with {len(coef)} weights; the ranker "
+                f"computes {list(DERIVED) + list(features)}; refit with "
+                "`python bench/fit/ranker_calibration.py --write`"
+            )
+        for b in bands:
+            if len(b.x) != len(b.y) or not b.x or np.any(np.diff(b.x) < 0):
+                raise ConfigError(f"{CALIBRATION_FILE}: band {b.start} has malformed knots")
+        return out
+
+
+def positions(raw: NDArray[np.float64]) -> NDArray[np.int64]:
+    """Each candidate's 0-based place in the ranker's order (ties: the earlier row first)."""
+    place = np.empty(raw.size, dtype=np.int64)
+    place[np.argsort(-raw, kind="stable")] = np.arange(raw.size)
+    return place
+
+
+def design(
+    inputs: Sequence[str],
+    raw: NDArray[np.float64],
+    x: NDArray[np.float64],
+    features: Sequence[str],
+    place: NDArray[np.int64] | None = None,
+) -> NDArray[np.float64]:
+    """One row of ``inputs`` per candidate of one request (``x``: its rows of ``features``,
+    ``raw``: the ranker's output for them; ``place``: their :func:`positions`, if known)."""
+    out = np.empty((raw.size, len(inputs)))
+    for j, (name, col) in enumerate(
+        zip(inputs, _columns(tuple(inputs), tuple(features)), strict=True)
+    ):
+        if col >= 0:
+            out[:, j] = x[:, col]
+        elif name == "raw":
+            out[:, j] = raw
+        elif name == "raw_gap":
+            out[:, j] = raw - raw.max()
+        elif name == "position":
+            out[:, j] = np.log1p(positions(raw) if place is None else place)
+        else:
+            out[:, j] = _lead(raw)
+    return out
+
+
+@lru_cache(maxsize=64)
+def _columns(inputs: tuple[str, ...], features: tuple[str, ...]) -> tuple[int, ...]:
+    """Each input's column among ``features`` (-1: one of :data:`DERIVED`)."""
+    return tuple(-1 if n in DERIVED else features.index(n) for n in inputs)
+
+
+def _lead(raw: NDArray[np.float64]) -> NDArray[np.float64]:
+    if raw.size < 2:
+        return np.zeros(raw.size)
+    first, second = np.partition(raw, raw.size - 2)[-1:-3:-1]
+    out: NDArray[np.float64] = raw - first
+    out[raw >= first] = first - second
+    return out
+
+
+def load_rank_calibration(
+    ranker_sha256: str, features: Sequence[str], folder: Path | None = None
+) -> tuple[RankCalibration | None, str]:
+    """The packaged map (or the one in ``folder``) if it was fitted for the ranker with
+    ``ranker_sha256``, and ``"fitted"``; else None and why not (a missing file, another
+    ranker's).
+
+    Raises:
+        ConfigError: the file is there but malformed.
+    """
+    try:
+        if folder is not None:
+            text = (folder / CALIBRATION_FILE).read_text("utf-8")
+        else:
+            text = resources.files("toolscout.search").joinpath(CALIBRATION_FILE).read_text("utf-8")
+    except OSError:
+        return None, f"no {CALIBRATION_FILE}"
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{CALIBRATION_FILE} is malformed: {exc}") from exc
+    cal = RankCalibration.from_dict(data, features)
+    if cal.ranker_sha256 != ranker_sha256:
+        return None, (
+            f"{CALIBRATION_FILE} was fitted for ranker sha256 {cal.ranker_sha256[:12]}, the "
+            f"ranker is {ranker_sha256[:12]}; refit with "
+            "`python bench/fit/ranker_calibration.py --write`"
+        )
+    return cal, "fitted"
