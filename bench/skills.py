@@ -2,9 +2,11 @@
 docs/BENCHMARKS.md section 3.
 
     python bench/skills.py quality toolbench_stable seal_tools   # hit@3, nDCG@10 per strategy
-    python bench/skills.py routing [--max-dev 300] [--unseen] [--sets NAME ...]   # dev routing
+    python bench/skills.py routing [--max-dev 300] [--unseen] [--sets NAME ...]
+                                   [--model local:quality] [--fit packaged|catalog|both]
     python bench/skills.py classify livemcpbench               # uncategorized share + sample
     python bench/skills.py latency [short|long] [--size 10000] [--runs 300]   # p95 at 10k tools
+    python bench/skills.py fitcost [10000]      # seconds of a catalog fit: built-in, 10k tools
 
 Indexes live under $BENCH_DIR (default /tmp/toolscout-bench-skills) and are reused.
 """
@@ -97,14 +99,15 @@ def quality(names: list[str]) -> None:
 
 
 def routing(args: list[str]) -> None:
-    """The packaged skill fit on the dev sets of bench/fit/skill_scores.py: the share of
-    requests whose gold tool has a skill among the matched ones, by the previous rule (the
-    first three skills scoring at least 0.4) and by the default adaptive rule (skills in score
-    order until the coverage model reaches ``skill_coverage``, at most ``skill_limit``), the
-    skills matched and the share of the catalog they hold, fallbacks, and direct against
-    hierarchical hit@3."""
-    from fit.skill_scores import DEFAULTS, catalog_share, dev_sets, routed, strategies
-    from fit.skill_scores import routing as share
+    """A skill fit on the dev sets of bench/fit/skill_scores.py: the share of requests whose
+    gold tool has a skill among the matched ones, by the previous rule (the first three skills
+    scoring at least 0.4) and by the default adaptive rule (skills in score order until the
+    coverage model reaches ``skill_coverage``, at most ``skill_limit``), the skills matched and
+    the share of the catalog they hold, fallbacks, and direct against hierarchical hit@3.
+
+    ``--model``: the embedding model; ``--fit``: the packaged constants, the constants fitted
+    on each dev catalog itself (``skills/catalogfit.py``, as an index of another model does
+    at run time), or both, one after the other on the same index and requests."""
     from natural import db_folder, open_index
     from toolscout.embed.base import DEFAULT_MODEL
 
@@ -112,30 +115,65 @@ def routing(args: list[str]) -> None:
     parser.add_argument("--max-dev", type=int, default=300, help="requests per dev set")
     parser.add_argument("--unseen", action="store_true", help="also report tooleyes_dev")
     parser.add_argument("--sets", nargs="*", default=None, help="dev sets (default: all)")
+    parser.add_argument("--model", default=DEFAULT_MODEL, help="embedding model")
+    parser.add_argument("--fit", choices=("packaged", "catalog", "both"), default="packaged")
     opts = parser.parse_args(args)
-    db = db_folder(WORK / "routing", DEFAULT_MODEL)
+    from fit.skill_scores import dev_sets
+
+    db = db_folder(WORK / "routing", opts.model)
     db.mkdir(parents=True, exist_ok=True)
-    print("| dev set (requests) | routed, three skills → **adaptive** | skills matched | "
-          "catalog share | fell back | direct hit@3 | hierarchical hit@3 |\n"
-          "|---|---|---|---|---|---|---|")  # fmt: skip
+    fits = ("packaged", "catalog") if opts.fit == "both" else (opts.fit,)
+    print(f"model {opts.model}\n\n| dev set (requests) | fit | routed, three skills → "
+          "**adaptive** | skills matched | catalog share | fell back | direct hit@3 | "
+          "hierarchical hit@3 |\n|---|---|---|---|---|---|---|---|")  # fmt: skip
     for name, (tools, pairs) in dev_sets(opts.max_dev, opts.unseen).items():
         if opts.sets and name.split()[0] not in opts.sets:
             continue
-        engine, _ = open_index(db / f"{name.split()[0]}.db", tools, name)
-        engine.classify(all=True)  # the classifier may have been refitted since the last run
-        fit = engine.search_service.hierarchical.stage1.fit
-        rows = routed(engine, pairs)
-        before = share(fit.stage1, rows)
-        now = share(fit.stage1, rows, fit.coverage, limit=DEFAULTS.skill_limit,
-                    threshold=DEFAULTS.skill_threshold, target=DEFAULTS.skill_coverage)  # fmt: skip
-        of_catalog = catalog_share(engine)
-        held = statistics.mean(of_catalog(c) for c in now.chosen)
-        row = strategies(engine, pairs)
+        engine, _ = open_index(db / f"{name.split()[0]}.db", tools, name, opts.model)
+        for which in fits:
+            t0 = time.perf_counter()
+            label = _serve(engine, which)
+            seconds = time.perf_counter() - t0
+            print(f"| {name} ({len(pairs)}) | {label} | {_routing_cells(engine, pairs)} |",
+                  flush=True)  # fmt: skip
+            print(f"[{name}] {which}: fitted and classified in {seconds:.1f} s", file=sys.stderr)
         engine.close()
-        print(f"| {name} ({len(pairs)}) | {100 * before.share:.1f} → **{100 * now.share:.1f} %** "
-              f"| {now.matched:.2f} | {100 * held:.1f} % | {100 * row['fallback']:.1f} % | "
-              f"{100 * row['direct_hit@3']:.1f} | {100 * row['hierarchical_hit@3']:.1f} |",
-              flush=True)  # fmt: skip
+
+
+def _serve(engine: Engine, which: str) -> str:
+    """Serve the packaged constants or a fit on the engine's own catalog (made now, even for
+    the packaged fit's model) and re-classify with them. Returns how the fit is described."""
+    from toolscout.search.skillfit import packaged_skill_fit, stored_skill_fit
+
+    fit = packaged_skill_fit()
+    label = "packaged" if fit.matches(engine.embedder) else "packaged (another model's)"
+    if which == "catalog":
+        engine.use_skill_fit(None)
+        engine.refit_skills(force=True)
+        found = stored_skill_fit(engine.store)
+        if found is None:
+            raise SystemExit("too few tools hold a skill for a catalog fit")
+        fit, label = found, f"catalog ({found.requests} pseudo-requests)"
+    engine.use_skill_fit(fit)
+    engine.classify(all=True)
+    return label
+
+
+def _routing_cells(engine: Engine, pairs: list[tuple[str, tuple[str, ...]]]) -> str:
+    from fit.skill_scores import DEFAULTS, catalog_share, routed, strategies
+    from fit.skill_scores import routing as share
+
+    fit = engine.search_service.hierarchical.stage1.fit
+    rows = routed(engine, pairs)
+    before = share(fit.stage1, rows)
+    now = share(fit.stage1, rows, fit.coverage, limit=DEFAULTS.skill_limit,
+                threshold=DEFAULTS.skill_threshold, target=DEFAULTS.skill_coverage)  # fmt: skip
+    of_catalog = catalog_share(engine)
+    held = statistics.mean(of_catalog(c) for c in now.chosen)
+    row = strategies(engine, pairs)
+    return (f"{100 * before.share:.1f} → **{100 * now.share:.1f} %** | {now.matched:.2f} | "
+            f"{100 * held:.1f} % | {100 * row['fallback']:.1f} % | "
+            f"{100 * row['direct_hit@3']:.1f} | {100 * row['hierarchical_hit@3']:.1f}")  # fmt: skip
 
 
 def classify_report(name: str, sample: int = 50) -> None:
@@ -178,7 +216,9 @@ def variant(tool: Tool, n: int) -> Tool:
     )  # fmt: skip
 
 
-def latency(target: int = 10000, runs: int = 300, kind: str = "long") -> None:
+def scaled(target: int) -> Engine:
+    """An index of ``target`` tools: three shared catalogs, then copies of their tools with
+    jittered vectors (kept under $BENCH_DIR)."""
     from toolscout.engine import prepare
     from toolscout.store.base import IndexEntry
 
@@ -197,6 +237,35 @@ def latency(target: int = 10000, runs: int = 300, kind: str = "long") -> None:
                 entries.append(IndexEntry(p.tool, p.fields, v / np.linalg.norm(v), p.text_hash))
             n += 1
         engine.store.upsert(entries)
+    return engine
+
+
+def fit_cost(target: int) -> None:
+    """Seconds a catalog fit of the skill constants takes (forced, for the default model: the
+    same work as for another one), on the built-in catalog and on an index of ``target``
+    tools; each index classified first, as indexing leaves it."""
+    from importlib import resources
+
+    from toolscout.ingest.jsonfile import CatalogFile
+    from toolscout.search.skillfit import stored_skill_fit
+
+    builtin = open_engine("builtin_fit")
+    path = Path(str(resources.files("toolscout.data").joinpath("starter_catalog.json")))
+    builtin.index([CatalogFile(path, source="builtin").read()])
+    for name, engine in (("built-in catalog", builtin), (f"{target} tools", scaled(target))):
+        engine.classify()
+        t0 = time.perf_counter()
+        engine.refit_skills(force=True)
+        seconds = time.perf_counter() - t0
+        fit = stored_skill_fit(engine.store)
+        assert fit is not None, "too few tools hold a skill for a catalog fit"
+        print(f"{name}: {engine.store.count()} tools, {fit.requests} pseudo-requests, "
+              f"fitted and re-classified in {seconds:.1f} s")  # fmt: skip
+        engine.close()
+
+
+def latency(target: int = 10000, runs: int = 300, kind: str = "long") -> None:
+    engine = scaled(target)
     t0 = time.perf_counter()
     engine.classify()
     print(f"classify: {time.perf_counter() - t0:.1f} s; tools {engine.store.count()}")
@@ -250,6 +319,8 @@ def main(argv: list[str]) -> Any:
         return routing(rest)
     if cmd == "classify":
         return classify_report(rest[0] if rest else "livemcpbench")
+    if cmd == "fitcost":
+        return fit_cost(int(rest[0]) if rest else 10000)
     if cmd == "latency":
         parser = argparse.ArgumentParser(prog="skills.py latency")
         parser.add_argument("kind", nargs="?", choices=("short", "long"), default="long")

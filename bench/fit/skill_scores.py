@@ -248,8 +248,7 @@ def dev_sets(max_dev: int, unseen: bool) -> dict[str, tuple[Path, Pairs]]:
 
 def with_fit(engine: Engine, fit: SkillFit) -> None:
     """Serve ``fit`` in this engine (classifier and stage 1) and re-classify every tool."""
-    engine.skill_service.offline.fit = fit
-    engine.search_service.hierarchical.stage1.fit = fit
+    engine.use_skill_fit(fit)
     engine.classify(all=True)
 
 

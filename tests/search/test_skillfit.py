@@ -47,7 +47,7 @@ def test_the_packaged_fit_is_for_the_default_model(engine: Engine) -> None:
     assert engine.search_service.hierarchical.stage1.fit_status == "fitted"
 
 
-def test_another_model_gets_one_warning_and_keeps_the_constants(
+def test_constants_of_another_model_get_one_warning_naming_the_catalog_fit(
     engine: Engine, caplog: pytest.LogCaptureFixture
 ) -> None:
     other = replace(packaged_skill_fit(), fitted_for="some-other-model")
@@ -57,8 +57,8 @@ def test_another_model_gets_one_warning_and_keeps_the_constants(
     assert first.stage1.fit_status.startswith("approximate: fitted for some-other-model")
     warnings = [r for r in caplog.records if "skill scores are approximate" in r.getMessage()]
     assert len(warnings) == 1
-    assert "bench/fit/skill_scores.py --write" in warnings[0].getMessage()
-    assert first.stage1.fit is other  # the documented fallback: the constants stay in use
+    assert "fitted on this catalog" in warnings[0].getMessage()
+    assert first.stage1.fit is other  # given constants stay in use
 
 
 def test_a_file_without_a_skills_section_names_the_refit(tmp_path: Path) -> None:

@@ -24,12 +24,16 @@ Both maps are logistic models over features of cosine similarities:
   weighted ``softmax(cosine / temperature)``, that belong to one of them) and ``log_k``.
   Stage 1 adds skills in score order until this reaches the request's ``skill_coverage``.
 
-**Another model.** Cosines of another embedding model mean something else, and a refit needs
-labelled requests that are not shipped with the package, so nothing is refitted on the fly:
-when the active model is not the one recorded here, the engine logs one warning naming both and
-the refit command, and keeps these constants (the documented fallback). Skills still rank by the
-same evidence (the nearest tools' skills first), but the 0..1 scores, and so the
-``skill_threshold`` cut-off, are approximate until the refit.
+**Another model.** Cosines of another embedding model mean something else, and the labelled
+requests the packaged fit reads are not shipped with the package. So for another model the
+constants are fitted on the indexed catalog itself (``skills/catalogfit.py``): each tool's name,
+first sentence and a fragment of it serve as pseudo-requests whose answer is the tool's skills.
+That fit is kept in the store's meta row ``skill_fit`` with the model's name and sha256 and what
+it was fitted on (the skill set and the tool count), so a restart does not refit; it is redone
+when the skills change or the catalog doubles or halves. Until an index has one (before tools
+are next indexed or classified), the engine logs one warning and keeps the packaged constants:
+skills still rank by the same evidence, but their 0..1 scores are approximate. With the model
+they were fitted for, the packaged constants win over a catalog fit (docs/BENCHMARKS.md §3).
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from numpy.typing import NDArray
 from toolscout.embed.base import Embedder
 from toolscout.errors import ConfigError
 from toolscout.search.calibration import CALIBRATION_FILE, embedder_identity
+from toolscout.store.base import Store
 
 log = logging.getLogger("toolscout.skills")
 
@@ -57,6 +62,10 @@ COVERAGE_FEATURES = ("share", "next", "mass", "log_k")
 #: Softmax temperature over the nearest tools' cosines for the coverage model's ``mass``.
 COVERAGE_TEMPERATURE = 0.05
 REFIT = "python bench/fit/skill_scores.py --write"
+#: The store's meta row that holds a catalog fit (JSON, :meth:`SkillFit.to_dict`).
+META_KEY = "skill_fit"
+PACKAGED = "packaged"
+CATALOG = "catalog"
 _WARNED: set[str] = set()
 
 
@@ -115,26 +124,43 @@ class SkillFit:
     coverage: Logistic | None = None
     #: Softmax temperature of the coverage model's ``mass`` feature.
     temperature: float = COVERAGE_TEMPERATURE
+    #: ``PACKAGED`` (calibration.json) or ``CATALOG`` (fitted on an index's own tools).
+    origin: str = PACKAGED
+    #: A catalog fit's pseudo-requests (0 for the packaged fit).
+    requests: int = 0
+    #: What a catalog fit was fitted on: the skill set's fingerprint ...
+    skill_set: str = ""
+    #: ... and the number of tools.
+    tools: int = 0
 
-    def status(self, embedder: Embedder) -> str:
-        """``"fitted"``, or what the constants were fitted for instead of ``embedder``."""
+    def matches(self, embedder: Embedder) -> bool:
+        """Whether these constants were fitted for ``embedder`` (same name, same graph)."""
         name, digest = embedder_identity(embedder)
         same_graph = self.model_sha256 is None or digest is None or digest == self.model_sha256
-        if name == self.fitted_for and same_graph:
+        return name == self.fitted_for and same_graph
+
+    def status(self, embedder: Embedder) -> str:
+        """``"fitted"`` (the packaged fit, for this model), ``"fitted for this model on N
+        pseudo-requests"`` (a catalog fit), or what the constants were fitted for instead."""
+        if self.matches(embedder):
+            if self.origin == CATALOG:
+                return f"fitted for this model on {self.requests} pseudo-requests"
             return "fitted"
+        name, digest = embedder_identity(embedder)
         mine = f"{self.fitted_for} sha256 {(self.model_sha256 or '?')[:12]}"
         return f"approximate: fitted for {mine}, active {name} sha256 {(digest or '?')[:12]}"
 
     def check(self, embedder: Embedder) -> str:
         """:meth:`status`, logging a warning (once per process and case) when not fitted."""
         status = self.status(embedder)
-        if status != "fitted" and status not in _WARNED:
+        if not self.matches(embedder) and status not in _WARNED:
             _WARNED.add(status)
             log.warning(
                 "skill scores are %s: skills still rank by closeness but their scores (and "
-                "skill_threshold) are approximate; refit with `%s`",
+                "skill_threshold) are approximate until they are fitted on this catalog, "
+                "which happens when tools are next indexed or classified "
+                "(`toolscout skills classify`)",
                 status,
-                REFIT,
             )
         return status
 
@@ -151,6 +177,13 @@ class SkillFit:
         }
         if self.coverage is not None:
             out["coverage"] = {**self.coverage.to_dict(), "temperature": self.temperature}
+        if self.origin != PACKAGED:
+            out["origin"] = self.origin
+            out["basis"] = {
+                "requests": self.requests,
+                "skill_set": self.skill_set,
+                "tools": self.tools,
+            }
         return out
 
     @classmethod
@@ -160,6 +193,7 @@ class SkillFit:
             digest = data.get("model_sha256")
             cov = data.get("coverage")
             temperature = float(cov.get("temperature", COVERAGE_TEMPERATURE)) if cov else 0.0
+            basis = data.get("basis") or {}
             return cls(
                 Logistic.from_dict(data["stage1"], STAGE1_FEATURES, "stage1"),
                 Logistic.from_dict(data["classifier"], CLASSIFIER_FEATURES, "classifier"),
@@ -171,6 +205,10 @@ class SkillFit:
                 str(data.get("fitted_at", "")),
                 Logistic.from_dict(cov, COVERAGE_FEATURES, "coverage") if cov else None,
                 temperature or COVERAGE_TEMPERATURE,
+                str(data.get("origin", PACKAGED)),
+                int(basis.get("requests", 0)),
+                str(basis.get("skill_set", "")),
+                int(basis.get("tools", 0)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigError(f"calibration.json: the skills section is malformed: {exc}") from exc
@@ -203,3 +241,30 @@ def _parse(text: str, where: str) -> SkillFit:
     if not isinstance(section, dict):
         raise ConfigError(f"{where}: no skills section; refit with `{REFIT}`")
     return SkillFit.from_dict(section)
+
+
+def stored_skill_fit(store: Store) -> SkillFit | None:
+    """The catalog fit kept in ``store``'s meta row, or None (none, or unreadable: logged).
+
+    Raises: StoreError."""
+    raw = store.get_meta(META_KEY)
+    if raw is None:
+        return None
+    try:
+        return SkillFit.from_dict(json.loads(raw))
+    except (ConfigError, json.JSONDecodeError, AttributeError) as exc:
+        log.warning("ignoring the stored skill fit (it is refitted at the next index run): %s", exc)
+        return None
+
+
+def resolve_skill_fit(store: Store, embedder: Embedder) -> SkillFit:
+    """The constants to serve for ``embedder`` over ``store``: the packaged ones when they were
+    fitted for it, else the store's catalog fit when it was, else the packaged ones
+    (approximate). Reads the store only for another model than the packaged fit's.
+
+    Raises: ConfigError (packaged file), StoreError."""
+    packaged = packaged_skill_fit()
+    if packaged.matches(embedder):
+        return packaged
+    stored = stored_skill_fit(store)
+    return stored if stored is not None and stored.matches(embedder) else packaged

@@ -6,7 +6,9 @@ description; best over the query rows (whole query, then each clause of a multi-
 and of what the request's nearest tools say: whether one of them belongs to the skill, how close
 it is, and how many of them do. Its constants are fitted for the default embedding model on the
 training requests of ``data/natural`` and kept in ``calibration.json`` with that model's hash
-(``python bench/fit/skill_scores.py --write``).
+(``python bench/fit/skill_scores.py --write``); for another model, on the indexed catalog
+(``skills/catalogfit.py``), kept in the store's meta and read again whenever the data version
+moves.
 
 How many skills match is adaptive: skills are added in score order until a second fitted model,
 the probability that the skills so far hold the request's tool, reaches the request's
@@ -24,7 +26,7 @@ from numpy.typing import NDArray
 
 from toolscout.embed.base import Embedder
 from toolscout.models import Skill, SkillMatch
-from toolscout.search.skillfit import Logistic, SkillFit, packaged_skill_fit
+from toolscout.search.skillfit import Logistic, SkillFit, resolve_skill_fit
 from toolscout.store.base import IndexState, Store
 
 Vectors = NDArray[np.float32]
@@ -144,19 +146,39 @@ class SkillStage:
 
     def __init__(self, store: Store, embedder: Embedder, fit: SkillFit | None = None) -> None:
         self.store = store
+        self.embedder = embedder
         #: The vectors' dimension (an index without skill vectors is an empty matrix of it).
         self.dim = embedder.dim
-        #: The fitted constants (the packaged ones unless given).
-        self.fit = fit if fit is not None else packaged_skill_fit()
-        #: ``"fitted"``, or why skill scores are approximate (warned once at start).
-        self.fit_status = self.fit.check(embedder)
+        self._pinned = fit is not None
+        self._fit = fit if fit is not None else resolve_skill_fit(store, embedder)
+        #: ``"fitted"``, or how, or why skill scores are approximate (warned once at start).
+        self.fit_status = self._fit.check(embedder)
         self._index: tuple[Hashable | None, SkillIndex] | None = None
+
+    @property
+    def fit(self) -> SkillFit:
+        """The fitted constants: given, or resolved for the model (``resolve_skill_fit``) at
+        start and whenever the data version moves."""
+        return self._fit
+
+    def serve(self, fit: SkillFit | None) -> None:
+        """Serve ``fit`` from now on (a benchmark comparing fits: the store's are not read
+        again); None: the constants resolved for the model, again."""
+        self._pinned = fit is not None
+        self._fit = fit if fit is not None else resolve_skill_fit(self.store, self.embedder)
+        self.fit_status = self._fit.status(self.embedder)
+
+    def _refresh_fit(self) -> None:
+        if not self._pinned:
+            self._fit = resolve_skill_fit(self.store, self.embedder)
+            self.fit_status = self._fit.status(self.embedder)
 
     def index(self, version: Hashable | None) -> SkillIndex:
         """The active skills with their vectors, cached until the store's data version (read
         by the caller) moves."""
         if version is not None and self._index is not None and self._index[0] == version:
             return self._index[1]
+        self._refresh_fit()
         centroids = self.store.skills.skill_vectors()
         profiles = self.store.skills.skill_profiles()
         counts = self.store.skills.skill_tool_counts()

@@ -10,7 +10,8 @@ and turns the similarities into confidences with a logistic model of two feature
 
 ``confidence = sigmoid(A*sim + B*margin + C)``, with A, B, C fitted for the default embedding
 model and kept in the ``skills`` section of ``search/calibration.json`` (``search/skillfit.py``:
-the model's hash, the data, the date; refit with ``python bench/fit/skill_scores.py --write``).
+the model's hash, the data, the date; refit with ``python bench/fit/skill_scores.py --write``),
+or for another model on the indexed catalog (``skills/catalogfit.py``).
 The fit reads the training tools of ``data/natural`` and labels each (tool, skill) pair with
 the share of the tool's training requests that are closest to that skill's profile: a tool
 belongs where the requests it serves point.

@@ -6,6 +6,10 @@ inside a read); meta key ``skills_seeded`` records that it ran, so deactivating 
 every skill later does not bring the starter back. Every write here moves the store's data
 version, which is how stage 1's skill index (and every other cache) in this and other
 processes notices.
+
+For an embedding model the packaged skill constants were not fitted for, :meth:`refit` fits
+them on the catalog (``skills/catalogfit.py``) at the end of an index or classify run when the
+stored fit is missing or stale, and keeps the result in the store's meta.
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ from collections.abc import Callable, Sequence
 from toolscout.embed.base import Embedder
 from toolscout.enrich.llm import LLM
 from toolscout.models import ClassifyProgress, ClassifyReport
+from toolscout.search.skillfit import SkillFit, resolve_skill_fit
 from toolscout.skills.catalog import SkillCatalog, starter_skills
+from toolscout.skills.catalogfit import fit_catalog, fit_due, store_fit
 from toolscout.skills.centroid import recompute_centroids, refresh_profiles
 from toolscout.skills.classify import Classifier, OfflineClassifier, run_batch, select_tools
 from toolscout.skills.llm_classifier import LLMClassifier
@@ -44,7 +50,10 @@ class SkillService:
         self.starter = starter
         self.concurrency = concurrency
         self.catalog = SkillCatalog(store.skills, on_change=self._catalog_changed)
-        self.offline = OfflineClassifier(store.skills, embedder)
+        #: Constants given by the caller (a benchmark comparing fits); None: resolved for the
+        #: model from the packaged file or the store (``resolve_skill_fit``).
+        self.pinned: SkillFit | None = None
+        self.offline = OfflineClassifier(store.skills, embedder, resolve_skill_fit(store, embedder))
         self.classifier: Classifier = (
             LLMClassifier(llm, self.offline, store.skills) if llm is not None else self.offline
         )
@@ -82,6 +91,7 @@ class SkillService:
         ids = select_tools(self.store, everything=force, ids=tool_ids)
         if not ids:
             return ClassifyReport(0, 0, 0, [])
+        self.offline.fit = self.pinned or resolve_skill_fit(self.store, self.embedder)
         return run_batch(
             self.store,
             self.classifier,
@@ -118,3 +128,29 @@ class SkillService:
             self.classify_tools(todo)
         if removed_skills:
             recompute_centroids(self.store, removed_skills)
+        self.refit()
+
+    def refit(self, *, force: bool = False) -> SkillFit | None:
+        """Fit the skill constants on the catalog when this index needs it (``fit_due``: the
+        model is not the packaged fit's and the stored fit is missing or stale) or ``force``;
+        with the offline classifier, every tool is classified again with the new classifier
+        first. The fit is stored (one meta row) and served from the next search on. Returns it
+        (None: nothing was due, given constants are pinned, or too few tools hold a skill).
+
+        Raises: StoreError, EmbedError."""
+        if self.pinned is not None or not (force or fit_due(self.store, self.embedder)):
+            return None
+        reclassify = self._classify_with if self.classifier is self.offline else None
+        fit = fit_catalog(self.store, self.embedder, reclassify)
+        if fit is None:
+            return None
+        store_fit(self.store, fit)
+        log.info("skill scores %s", fit.status(self.embedder))
+        return fit
+
+    def _classify_with(self, fit: SkillFit) -> None:
+        self.pinned = fit
+        try:
+            self.classify_tools(None, force=True)
+        finally:
+            self.pinned = None
