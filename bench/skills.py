@@ -148,13 +148,13 @@ def _serve(engine: Engine, which: str) -> str:
     fit = packaged_skill_fit()
     label = "packaged" if fit.matches(engine.embedder) else "packaged (another model's)"
     if which == "catalog":
-        engine.use_skill_fit(None)
-        engine.refit_skills(force=True)
+        engine.skill_fits.use(None)
+        engine.skill_fits.refit(force=True)
         found = stored_skill_fit(engine.store)
         if found is None:
             raise SystemExit("too few tools hold a skill for a catalog fit")
         fit, label = found, f"catalog ({found.requests} pseudo-requests)"
-    engine.use_skill_fit(fit)
+    engine.skill_fits.use(fit)
     engine.classify(all=True)
     return label
 
@@ -255,7 +255,7 @@ def fit_cost(target: int) -> None:
     for name, engine in (("built-in catalog", builtin), (f"{target} tools", scaled(target))):
         engine.classify()
         t0 = time.perf_counter()
-        engine.refit_skills(force=True)
+        engine.skill_fits.refit(force=True)
         seconds = time.perf_counter() - t0
         fit = stored_skill_fit(engine.store)
         assert fit is not None, "too few tools hold a skill for a catalog fit"

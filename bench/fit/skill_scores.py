@@ -248,7 +248,7 @@ def dev_sets(max_dev: int, unseen: bool) -> dict[str, tuple[Path, Pairs]]:
 
 def with_fit(engine: Engine, fit: SkillFit) -> None:
     """Serve ``fit`` in this engine (classifier and stage 1) and re-classify every tool."""
-    engine.use_skill_fit(fit)
+    engine.skill_fits.use(fit)
     engine.classify(all=True)
 
 

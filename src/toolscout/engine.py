@@ -50,9 +50,9 @@ from toolscout.search.explain import Explanation, explain
 from toolscout.search.hybrid import HybridSearcher
 from toolscout.search.request import check_page, parse_item_type, parse_mode, parse_strategy
 from toolscout.search.service import Lookup, SearchService
-from toolscout.search.skillfit import SkillFit
 from toolscout.search.text import ANALYZER_VERSION
 from toolscout.skills.catalog import SkillCatalog
+from toolscout.skills.fits import SkillFits
 from toolscout.skills.service import SkillService
 from toolscout.skills.suggestions import SuggestionQueue
 from toolscout.store.base import IndexIdentity, IndexState, Store
@@ -116,6 +116,11 @@ class Engine:
         # The one explicit point where opening an index may write: a new index gets the
         # starter skill catalog (once; see SkillService.seed).
         self.skill_service.seed()
+        #: The skill constants served (status/refit/use), refit on the catalog for a model the
+        #: packaged ones were not fitted for.
+        self.skill_fits = SkillFits(
+            store, self.skill_service, self.search_service.hierarchical.stage1
+        )
 
     @property
     def embedder(self) -> Embedder:
@@ -369,37 +374,6 @@ class Engine:
         self.skill_service.refit()
         return report
 
-    def refit_skills(self, *, force: bool = False) -> str:
-        """Fit the skill constants on this catalog when the model needs it (or ``force``: even
-        for the model the packaged constants were fitted for; they stay in use for it) and
-        return the status stage 1 serves (see :attr:`skill_fit_status`).
-
-        Raises:
-            StoreError, EmbedError.
-        """
-        self.skill_service.refit(force=force)
-        return self.skill_fit_status
-
-    @property
-    def skill_fit_status(self) -> str:
-        """``"fitted"`` (the packaged skill constants, fitted for this model), ``"fitted for
-        this model on N pseudo-requests"`` (fitted on this catalog), or why they are
-        approximate.
-
-        Raises: StoreError."""
-        stage1 = self.search_service.hierarchical.stage1
-        stage1.index(self.store.state().version)
-        return stage1.fit_status
-
-    def use_skill_fit(self, fit: SkillFit | None) -> None:
-        """Serve ``fit``'s skill constants in this engine (classifier and stage 1) instead of
-        the resolved ones (None: the resolved ones again); re-classify to apply its classifier.
-
-        Raises: StoreError (None: resolving reads the store)."""
-        self.skill_service.pinned = fit
-        self.search_service.hierarchical.stage1.serve(fit)
-        self.skill_service.offline.fit = self.search_service.hierarchical.stage1.fit
-
     # -- enrichment -------------------------------------------------------------------------
     @property
     def enrichment(self) -> EnrichmentPipeline | None:
@@ -434,7 +408,7 @@ class Engine:
             "analyzer": ident.analyzer if ident else None,
             "query_encoder": query_encoder(self.embedder),
             "fusion": self.searcher.config.fusion,
-            "skill_scores": self.skill_fit_status,
+            "skill_scores": self.skill_fits.status,
             "feedback": self.feedback.summary(),
         }
 

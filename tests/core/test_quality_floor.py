@@ -33,11 +33,11 @@ def test_default_search_stays_above_the_toolbench_floor(
 def test_default_search_stays_above_the_floor_on_short_single_tool_requests(
     engine: Engine,
 ) -> None:
-    """tests/data/single_intent over the built-in catalog, top 3 of ``Engine.search`` (the learned
-    ranker on): measured 82.3 % (102 of 124), the hand-set fusion the same. bench/ranking.py's
-    run (docs/BENCHMARKS.md §16) has the default at 74.2 (dev half) and 91.9 (held-out half),
-    plain cosine at 71.0 / 85.5 and weighted RRF at 72.6 / 79.0, 78.2 and 75.8 over the whole
-    set: the floor sits at the better of them."""
+    """tests/data/single_intent over the built-in catalog, top 3 of ``Engine.search`` (the
+    hand-set fusion): measured 82.3 % (102 of 124), the learned ranker the same. bench/ranking.py's
+    run (docs/BENCHMARKS.md §16) has plain cosine at 71.0 / 85.5 (dev / held-out half) and
+    weighted RRF at 72.6 / 79.0, 78.2 and 75.8 over the whole set: the floor sits at the better
+    of them."""
     starter = Path(str(resources.files("toolscout.data").joinpath("starter_catalog.json")))
     engine.index([CatalogFile(starter, source="builtin").read()])
     rows = load_queries(

@@ -66,7 +66,7 @@ def test_indexing_with_another_model_fits_the_skill_constants_on_the_catalog(
     assert fit.stage1 != packaged_skill_fit().stage1
     assert fit.classifier != packaged_skill_fit().classifier
     status = f"fitted for this model on {fit.requests} pseudo-requests"
-    assert stock_engine.skill_fit_status == status
+    assert stock_engine.skill_fits.status == status
     assert stock_engine.info()["skill_scores"] == status
 
 
@@ -76,7 +76,7 @@ def test_a_restart_serves_the_stored_fit_without_refitting(
     before = stock_engine.store.get_meta(META_KEY)
     with caplog.at_level(logging.WARNING, logger="toolscout.skills"):
         assert not fit_due(stock_engine.store, stock_engine.embedder)
-        assert stock_engine.refit_skills().startswith("fitted for this model")
+        assert stock_engine.skill_fits.refit().startswith("fitted for this model")
         stock_engine.classify()
     assert stock_engine.store.get_meta(META_KEY) == before
     assert stock_engine.search_service.hierarchical.stage1.fit.origin == CATALOG
@@ -113,7 +113,7 @@ def test_the_packaged_model_keeps_the_packaged_constants_and_fits_nothing(
     with Engine.open(Settings(db=str(tmp_path / "d.db"), cache_dir=str(vector_cache))) as engine:
         engine.index([CatalogFile(STARTER, source="starter").read()])
         assert engine.store.get_meta(META_KEY) is None
-        assert engine.skill_fit_status == "fitted"
+        assert engine.skill_fits.status == "fitted"
         assert engine.search_service.hierarchical.stage1.fit is packaged_skill_fit()
 
 
@@ -124,7 +124,7 @@ def test_a_catalog_too_small_to_fit_keeps_the_packaged_constants(
     with _open(tmp_path / "small.db", vector_cache) as engine:
         engine.index([Loaded("small", tools)])
         assert engine.store.get_meta(META_KEY) is None
-        assert engine.skill_fit_status.startswith("approximate: fitted for")
+        assert engine.skill_fits.status.startswith("approximate: fitted for")
 
 
 def test_a_broken_stored_fit_is_ignored_and_fitted_again(

@@ -138,7 +138,7 @@ class Settings(BaseSettings):
 
     fusion: str = "adaptive"
     learned_ranker: bool = Field(
-        default=True,
+        default=False,
         description="re-score a hybrid search's first 100 candidates with the learned ranker "
         "(search/rank.py); off: the hand-set adaptive fusion's order (docs/BENCHMARKS.md "
         "section 16 compares them)",

@@ -40,10 +40,11 @@ class SearchConfig:
     intent_fusion: bool = True
     exact_name_boost: bool = True
     #: Re-score the first ``candidates`` fused hits of a hybrid search with the learned ranker
-    #: (search/rank.py); off: the hand-set fusion's order stands. On by default: measured with
-    #: bench/ranking.py it is significantly worse than the fusion on no dev set and better on
-    #: average (docs/BENCHMARKS.md §16).
-    learned_ranker: bool = True
+    #: (search/rank.py); off: the hand-set fusion's order stands. Off by default: measured with
+    #: bench/ranking.py it is significantly worse than the fusion on no dev set and 0.2 points
+    #: of hit@3 better on average, but it costs about 4 ms more per short search and 20 ms per
+    #: long one at 100k tools (docs/BENCHMARKS.md §16).
+    learned_ranker: bool = False
     #: Run the lexical and the vector leg at the same time on stores that gain from it (a
     #: search then costs about its slower leg: on PostgreSQL both legs run on the server,
     #: each on its own connection); on the others, run the lexical leg while the request is

@@ -15,9 +15,10 @@ LambdaRank optimises the first places directly. Monotone constraints (:data:`MON
 it from learning to punish a candidate for more evidence.
 
 The model is LightGBM's own text dump (``ranker.txt``), evaluated with numpy
-(search/forest.py), so serving needs no LightGBM. It is on by default
+(search/forest.py), so serving needs no LightGBM. It is off by default
 (``SearchConfig.learned_ranker``): on no dev set is it significantly worse than the hand-set
-fusion, and on average it is better (docs/benchmarks/ranking.md). ``ranker.json`` beside it
+fusion and on average a little better, but it costs a search several milliseconds at 100k tools
+(docs/benchmarks/ranking.md). ``ranker.json`` beside it
 records the file's sha256 (checked at load), the feature names, the command that fitted it,
 and a logistic calibration of the ranker's output and its context (:data:`CALIBRATION_INPUTS`).
 The score map that replaces that logistic one when it was fitted for these trees
