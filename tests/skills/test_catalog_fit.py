@@ -16,17 +16,16 @@ from pathlib import Path
 
 import pytest
 
+from support.routing import route_dev_half
 from toolscout.config import Settings
 from toolscout.engine import Engine
-from toolscout.eval.run import load_queries
 from toolscout.ingest.jsonfile import CatalogFile
-from toolscout.models import Loaded, SearchRequest, Tool
+from toolscout.models import Loaded, Tool
 from toolscout.search.skillfit import CATALOG, META_KEY, packaged_skill_fit, stored_skill_fit
 from toolscout.skills.catalogfit import MIN_TOOLS, fit_due, pseudo_requests
 
 STOCK = "local:minilm-l6-int8"
 STARTER = Path(str(resources.files("toolscout.data").joinpath("starter_catalog.json")))
-SINGLE_INTENT = Path(__file__).resolve().parents[1] / "data" / "single_intent" / "queries.jsonl"
 #: ``python bench/skills.py routing --model local:minilm-l6-int8 --fit both`` routed the
 #: single-intent dev half 91.9 % with 5.76 skills matched (85.5 % with the packaged constants):
 #: floors with a margin of four requests and one skill.
@@ -154,23 +153,7 @@ def test_pseudo_requests_are_the_name_the_first_sentence_and_a_fragment_of_it() 
 
 
 def test_dev_requests_route_with_the_catalog_fit_of_another_model(stock_engine: Engine) -> None:
-    dev = [q for q in load_queries(SINGLE_INTENT) if int(q.id.lstrip("si")) % 2 == 1]
-    assert len(dev) == 62
-    defaults = SearchRequest("x")
-    hs = stock_engine.search_service.hierarchical
-    assert hs.stage1.fit.origin == CATALOG
-    routed, matched = 0, 0
-    for q in dev:
-        skills = hs.stage1.match(
-            hs.searcher.embed_query(q.text),
-            stock_engine.store.state(),
-            limit=defaults.skill_limit,
-            threshold=defaults.skill_threshold,
-            coverage=defaults.skill_coverage,
-        )
-        assigned = stock_engine.store.skills.assignments(list(q.gold))
-        held = {a.skill_id for rows in assigned.values() for a in rows}
-        routed += bool(held & {m.skill.id for m in skills})
-        matched += len(skills)
-    assert routed / len(dev) >= FLOOR
-    assert matched / len(dev) <= MATCHED_CEILING
+    assert stock_engine.search_service.hierarchical.stage1.fit.origin == CATALOG
+    routed, matched = route_dev_half(stock_engine)
+    assert routed >= FLOOR
+    assert matched <= MATCHED_CEILING

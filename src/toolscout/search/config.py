@@ -42,7 +42,7 @@ class SearchConfig:
     #: Re-score the first ``candidates`` fused hits of a hybrid search with the learned ranker
     #: (search/rank.py); off: the hand-set fusion's order stands. Off by default: measured with
     #: bench/ranking.py it is significantly worse than the fusion on no dev set and 0.2 points
-    #: of hit@3 better on average, but it costs about 4 ms more per short search and 20 ms per
+    #: of hit@3 better on average, but it costs about 4 ms more per short search and 15 ms per
     #: long one at 100k tools (docs/BENCHMARKS.md §16).
     learned_ranker: bool = False
     #: Run the lexical and the vector leg at the same time on stores that gain from it (a
