@@ -16,7 +16,7 @@ fixes both:
   and each intent is also fused on its own, so the best tool for *one* intent ranks as high as
   the best tool for the whole request ("book a meeting *and email her the agenda*").
 
-With ``learned_ranker`` on (the default), a learned model re-orders the first fused
+With ``learned_ranker`` on (opt-in), a learned model re-orders the first fused
 candidates and its probabilities are the scores (``search/rank.py``). It also reads the cosine
 of the *whole* request embedded as one text: for a request of several intents that text is
 embedded in the same call as the intents and gets its own row of the vector leg's
