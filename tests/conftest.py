@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterator
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -13,8 +14,10 @@ from support.postgres import running_postgres
 from support.shared_bench import shared_set
 from toolscout.config import Settings
 from toolscout.engine import Engine
+from toolscout.ingest.jsonfile import CatalogFile
 
 DATA = Path(__file__).parent / "data"
+STARTER = Path(str(resources.files("toolscout.data").joinpath("starter_catalog.json")))
 
 
 @pytest.fixture(scope="session")
@@ -29,6 +32,19 @@ def postgres_url() -> Iterator[str]:
     contract suite and the fault suite alike: one server per session."""
     with running_postgres() as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def starter_index(tmp_path_factory: pytest.TempPathFactory, vector_cache: Path) -> Path:
+    """The built-in starter catalog (~130 tools) indexed once with the real model, for the API,
+    console and feedback tests alike. Tests copy the file; none opens this one."""
+    path = tmp_path_factory.mktemp("starter") / "starter.db"
+    engine = Engine.open(Settings(db=str(path), cache_dir=str(vector_cache)))
+    try:
+        engine.index([CatalogFile(STARTER, source="builtin").read()])
+    finally:
+        engine.close()
+    return path
 
 
 @pytest.fixture(autouse=True)

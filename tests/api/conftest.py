@@ -1,11 +1,11 @@
-"""Fixtures for the serving edges: one indexed copy of the starter catalog per test session,
-copied per test so writes never leak between tests; the real app over a real engine."""
+"""Fixtures for the serving edges: the session's indexed starter catalog (``starter_index``,
+tests/conftest.py), copied per test so writes never leak between tests; the real app over a
+real engine."""
 
 from __future__ import annotations
 
 import shutil
 from collections.abc import Callable, Iterator
-from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -15,28 +15,13 @@ from support.served import ADMIN, LOOPBACK, Launched, server_env
 from toolscout.api.http import create_app
 from toolscout.config import Settings
 from toolscout.engine import Engine
-from toolscout.ingest.jsonfile import CatalogFile
-
-STARTER = Path(str(resources.files("toolscout.data").joinpath("starter_catalog.json")))
-
-
-@pytest.fixture(scope="session")
-def indexed_db(tmp_path_factory: pytest.TempPathFactory, vector_cache: Path) -> Path:
-    """The starter catalog (~130 tools) indexed once with the real model."""
-    path = tmp_path_factory.mktemp("served") / "starter.db"
-    engine = Engine.open(Settings(db=str(path), cache_dir=str(vector_cache)))
-    try:
-        engine.index([CatalogFile(STARTER, source="builtin").read()])
-    finally:
-        engine.close()
-    return path
 
 
 @pytest.fixture
-def served_db(indexed_db: Path, tmp_path: Path) -> Path:
+def served_db(starter_index: Path, tmp_path: Path) -> Path:
     """A private copy of the indexed catalog (the engine checkpoints its WAL on close)."""
     target = tmp_path / "served.db"
-    shutil.copyfile(indexed_db, target)
+    shutil.copyfile(starter_index, target)
     return target
 
 

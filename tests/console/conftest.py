@@ -12,7 +12,6 @@ import shutil
 import socket
 import threading
 from collections.abc import Iterator
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -23,23 +22,9 @@ from support.console import ADMIN, Served, chromium_path
 from toolscout.api.http import create_app
 from toolscout.config import Settings
 from toolscout.engine import Engine
-from toolscout.ingest.jsonfile import CatalogFile
 
-STARTER = Path(str(resources.files("toolscout.data").joinpath("starter_catalog.json")))
 #: How long the server may take to start (its own ``started`` flag is polled).
 START_TIMEOUT = 30.0
-
-
-@pytest.fixture(scope="session")
-def console_index(tmp_path_factory: pytest.TempPathFactory, vector_cache: Path) -> Path:
-    """The starter catalog indexed once with the real model."""
-    path = tmp_path_factory.mktemp("console") / "starter.db"
-    engine = Engine.open(Settings(db=str(path), cache_dir=str(vector_cache)))
-    try:
-        engine.index([CatalogFile(STARTER, source="builtin").read()])
-    finally:
-        engine.close()
-    return path
 
 
 def _free_port() -> int:
@@ -57,11 +42,11 @@ def console_settings() -> dict[str, Any]:
 
 @pytest.fixture
 def served(
-    console_index: Path, tmp_path: Path, vector_cache: Path, console_settings: dict[str, Any]
+    starter_index: Path, tmp_path: Path, vector_cache: Path, console_settings: dict[str, Any]
 ) -> Iterator[Served]:
     """The real app under uvicorn on a free loopback port, on a private copy of the index."""
     db = tmp_path / "console.db"
-    shutil.copyfile(console_index, db)
+    shutil.copyfile(starter_index, db)
     settings = Settings(
         db=str(db),
         cache_dir=str(vector_cache),

@@ -21,9 +21,9 @@ REMOTE = ("203.0.113.7", 50001)
 
 
 @pytest.fixture
-def app_engine(console_index: Path, tmp_path: Path, vector_cache: Path) -> Iterator[Engine]:
+def app_engine(starter_index: Path, tmp_path: Path, vector_cache: Path) -> Iterator[Engine]:
     db = tmp_path / "c.db"
-    shutil.copyfile(console_index, db)
+    shutil.copyfile(starter_index, db)
     engine = Engine.open(Settings(db=str(db), cache_dir=str(vector_cache)))
     yield engine
     engine.close()

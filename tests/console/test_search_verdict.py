@@ -15,9 +15,9 @@ from toolscout.engine import Engine
 
 
 @pytest.fixture
-def local(console_index: Path, tmp_path: Path, vector_cache: Path) -> Iterator[TestClient]:
+def local(starter_index: Path, tmp_path: Path, vector_cache: Path) -> Iterator[TestClient]:
     db = tmp_path / "c.db"
-    shutil.copyfile(console_index, db)
+    shutil.copyfile(starter_index, db)
     engine = Engine.open(Settings(db=str(db), cache_dir=str(vector_cache)))
     settings = Settings(db=engine.store.url, reports_dir=str(tmp_path / "reports"))
     app = create_app(engine, settings)

@@ -1,40 +1,25 @@
-"""Fixtures for learning from use: the starter catalog indexed once per session with the real
-model, copied per test so recorded calls never leak between tests."""
+"""Fixtures for learning from use: the session's indexed starter catalog (``starter_index``,
+tests/conftest.py), copied per test so recorded calls never leak between tests."""
 
 from __future__ import annotations
 
 import shutil
 from collections.abc import Callable, Iterator
-from importlib import resources
 from pathlib import Path
 
 import pytest
 
 from toolscout.config import Settings
 from toolscout.engine import Engine
-from toolscout.ingest.jsonfile import CatalogFile
-
-STARTER = Path(str(resources.files("toolscout.data").joinpath("starter_catalog.json")))
-
-
-@pytest.fixture(scope="session")
-def starter_db(tmp_path_factory: pytest.TempPathFactory, vector_cache: Path) -> Path:
-    path = tmp_path_factory.mktemp("feedback") / "starter.db"
-    engine = Engine.open(Settings(db=str(path), cache_dir=str(vector_cache)))
-    try:
-        engine.index([CatalogFile(STARTER, source="builtin").read()])
-    finally:
-        engine.close()
-    return path
 
 
 @pytest.fixture
-def db_copy(starter_db: Path, tmp_path: Path) -> Callable[[str], Path]:
+def db_copy(starter_index: Path, tmp_path: Path) -> Callable[[str], Path]:
     """A private copy of the indexed starter catalog, named ``name``."""
 
     def copy(name: str = "index.db") -> Path:
         target = tmp_path / name
-        shutil.copyfile(starter_db, target)
+        shutil.copyfile(starter_index, target)
         return target
 
     return copy
