@@ -30,7 +30,10 @@ def test_install_writes_the_entry_keeps_a_backup_and_moves_servers(tmp_path: Pat
     client = tmp_path / "claude_desktop_config.json"
     before = {"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]}}, "x": 1}
     client.write_text(json.dumps(before), encoding="utf-8")
-    env = _env(HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path / "cfg"), PATH="/usr/bin")
+    # A wide terminal: at 80 columns the fold lands inside the path on a long temporary folder.
+    env = _env(
+        HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path / "cfg"), PATH="/usr/bin", COLUMNS="1000"
+    )
     done = subprocess.run(
         [str(BIN / "toolscout"), "install", "claude-desktop", "--config", str(client),
          "--db", "rel/index.db", "--move-servers", "--no-index", "--no-check"],
