@@ -200,14 +200,16 @@ def test_toolscout_index_url_then_mcp_gateway_finds_and_calls_it(
 
 
 def test_waiting_for_a_call_slot_counts_against_the_timeout(shop_engine: Engine) -> None:
-    gateway = Gateway(shop_engine, [], apis=[HttpApi("shop", timeout=1.0, max_concurrency=1)])
+    # One slot: the first call takes 1.4 s of its 2 s, the second waits those 1.4 s for the slot
+    # and has 0.6 s left for its own 1.4 s. The margins (0.6 s, 0.8 s) hold on a busy machine.
+    gateway = Gateway(shop_engine, [], apis=[HttpApi("shop", timeout=2.0, max_concurrency=1)])
 
     async def body(g: Gateway) -> list[str]:
         outcomes: list[str] = []
 
         async def one() -> None:
             try:
-                await g.call("shop::slow_slow_get", {"seconds": 0.7})
+                await g.call("shop::slow_slow_get", {"seconds": 1.4})
                 outcomes.append("ok")
             except UpstreamError:
                 outcomes.append("timeout")
