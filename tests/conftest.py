@@ -22,14 +22,16 @@ STARTER = Path(str(resources.files("toolscout.data").joinpath("starter_catalog.j
 
 @pytest.fixture(scope="session")
 def vector_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One embedding cache per test session: every CI run embeds with the real model once."""
+    """One embedding cache per test session (each pytest-xdist worker has its own): a text is
+    embedded with the real model once per worker."""
     return tmp_path_factory.mktemp("vector-cache")
 
 
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     """Base URL of a running PostgreSQL with pgvector (support/postgres.py), for the store
-    contract suite and the fault suite alike: one server per session."""
+    contract suite and the fault suite alike: one server per session (per pytest-xdist
+    worker)."""
     with running_postgres() as url:
         yield url
 
