@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -42,12 +42,13 @@ from toolscout.errors import ConfigError, QueryError
 from toolscout.models import Filters, Ranked, Scored, SearchMode
 from toolscout.search.boost import Boost
 from toolscout.search.calibration import Calibration, Evidence, load_calibration, scored_hits
+from toolscout.search.candidates import CandidateCache, exact_name_first
 from toolscout.search.config import SearchConfig
 from toolscout.search.fusion import best_of_intents, fuse_legs, intent_owners, spread_intents
 from toolscout.search.intents import split_intents
-from toolscout.search.rank import Legs, Ranker, features, load_ranker, rerank
+from toolscout.search.rank import Legs, Ranker, candidate_rows, load_ranker, rerank
 from toolscout.search.request import check_query
-from toolscout.search.text import identifier_key, query_tokens
+from toolscout.search.text import query_tokens
 from toolscout.store.base import IndexState, Store
 
 log = logging.getLogger("toolscout.search")
@@ -102,6 +103,8 @@ class HybridSearcher:
                 if str(exc) not in _WARNED:
                     _WARNED.add(str(exc))
                     log.warning("learned ranker off: %s", exc)
+        #: The ranker's view of its candidates (names' tokens, servers), per index version.
+        self.seen = CandidateCache(store.tools)
         # The lexical legs that run beside the caller's vector leg (see _lexical_beside).
         self._legs: ThreadPoolExecutor | None = ThreadPoolExecutor(
             max_workers=LEG_THREADS, thread_name_prefix="toolscout-leg"
@@ -275,7 +278,7 @@ class HybridSearcher:
         if ranker is not None and fused:
             t0 = time.perf_counter()
             legs = Legs(lexical, vector, fused, len(runs), state.tools, _whole(runs, whole_run))
-            fused, chances = self._rerank(ranker, legs, tokens)
+            fused, chances = self._rerank(ranker, legs, tokens, state.version)
             timings["rerank_ms"] = (time.perf_counter() - t0) * 1000
         if self.boost is not None and embedded:
             fused = self.boost.apply(embedded[0], fused, state.version)
@@ -368,18 +371,19 @@ class HybridSearcher:
         return Legs(lexical, vector, fused, len(runs), tools, own), tokens
 
     def candidate_features(
-        self, legs: Legs, tokens: list[str]
+        self, legs: Legs, tokens: list[str], version: Hashable | None = None
     ) -> tuple[list[str], NDArray[np.float64]]:
         """The candidates the ranker re-scores (the first ``candidates`` fused hits) and their
-        feature rows (search/rank.py); the fit script reads the same rows."""
+        feature rows (search/rank.py), at the index's data ``version`` (None: read from the
+        store); the fit script reads the same rows."""
         ids = [h.id for h in legs.fused[: self.config.candidates]]
-        # Names and servers only: no schema is read (nor fails to decode) for ranking.
-        return ids, features(legs, ids, tokens, self.store.tools.get_light(ids))
+        # Names and servers only, remembered per version: the trees cost less than a read.
+        return ids, candidate_rows(legs, ids, tokens, self.seen.get(ids, version))
 
     def _rerank(
-        self, ranker: Ranker, legs: Legs, tokens: list[str]
+        self, ranker: Ranker, legs: Legs, tokens: list[str], version: Hashable | None
     ) -> tuple[list[Scored], dict[str, float]]:
-        ids, x = self.candidate_features(legs, tokens)
+        ids, x = self.candidate_features(legs, tokens, version)
         return rerank(ranker, legs, ids, x)
 
     def _lexical(
@@ -394,20 +398,10 @@ class HybridSearcher:
         )
 
     def _boost_exact_name(self, text: str, fused: list[Scored]) -> list[Scored]:
-        """A query that *is* a tool's name (any spelling: ``create-issue``, ``createIssue``)
-        puts the tools with that name first."""
-        if not self.config.exact_name_boost or " " in text or len(text) > 200:
+        """A query that *is* a tool's name puts the tools with that name first (when on)."""
+        if not self.config.exact_name_boost:
             return fused
-        key = identifier_key(text)
-        if not key:
-            return fused
-        head = fused[:20]
-        tools = self.store.tools.get_light([h.id for h in head])
-        exact = [h.id for h in head if h.id in tools and identifier_key(tools[h.id].name) == key]
-        if not exact:
-            return fused
-        first = set(exact)
-        return [Scored(i, 1.0) for i in exact] + [h for h in fused if h.id not in first]
+        return exact_name_first(self.store.tools, text, fused)
 
 
 def _whole(runs: list[list[Scored]], apart: list[list[Scored]]) -> list[Scored]:

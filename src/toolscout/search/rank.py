@@ -35,7 +35,6 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -45,9 +44,9 @@ from numpy.typing import NDArray
 
 from toolscout.errors import ConfigError
 from toolscout.models import Scored, Tool
+from toolscout.search.candidates import Candidate, candidate, missing
 from toolscout.search.forest import Forest, parse_lightgbm
 from toolscout.search.rankcal import RankCalibration, load_rank_calibration
-from toolscout.search.text import analyze
 
 MODEL_FILE = "ranker.txt"
 META_FILE = "ranker.json"
@@ -113,6 +112,18 @@ def features(
 ) -> NDArray[np.float64]:
     """One row of :data:`FEATURES` per candidate. ``tokens``: the request's analysed tokens;
     ``tools``: the candidates' tools (a missing one counts as an empty tool)."""
+    seen = {
+        tid: candidate(tid, tools[tid].name, tools[tid].server) if tid in tools else missing(tid)
+        for tid in candidates
+    }
+    return candidate_rows(legs, candidates, tokens, seen)
+
+
+def candidate_rows(
+    legs: Legs, candidates: Sequence[str], tokens: Sequence[str], seen: Mapping[str, Candidate]
+) -> NDArray[np.float64]:
+    """:func:`features` from the ranker's view of each candidate (search/candidates.py), which
+    ``seen`` holds for every one of them."""
     idf = math.log(legs.tools + 1.0)
     crowd = np.array([h.score for h in legs.vector], dtype=np.float64)
     best_cos = float(crowd[0]) if crowd.size else 0.0
@@ -143,8 +154,8 @@ def features(
     rows[:, 12] = np.log1p(lex_rank)
     rows[:, 13] = _column(legs.fused, candidates, 0.0)
     rows[:, 14] = np.log1p(_places(legs.fused, candidates))
-    rows[:, 15:17] = _name_columns(candidates, query, tools)
-    rows[:, 17:19] = _server_columns(legs.vector, candidates, cos, tools)
+    rows[:, 15:17] = _name_columns(candidates, query, seen)
+    rows[:, 17:19] = _server_columns(legs.vector, candidates, cos, seen)
     # Reciprocal ranks as RRF sums them: a tool the lexical leg did not return adds nothing.
     rrf = 1.0 / (RRF_K + cos_rank)
     rrf += np.where(lex_rank <= len(legs.lexical), 1.0 / (RRF_K + lex_rank), 0.0)
@@ -169,7 +180,7 @@ def _places(run: Sequence[Scored], candidates: Sequence[str]) -> NDArray[np.floa
 
 
 def _name_columns(
-    candidates: Sequence[str], query: set[str], tools: Mapping[str, Tool]
+    candidates: Sequence[str], query: set[str], seen: Mapping[str, Candidate]
 ) -> NDArray[np.float64]:
     """How much of each candidate's name the request says, and how much of the request its
     name covers."""
@@ -179,8 +190,7 @@ def _name_columns(
     shared: list[float] = []
     sizes: list[float] = []
     for tid in candidates:
-        tool = tools.get(tid)
-        name = _token_set(tool.name) if tool else frozenset()
+        name = seen[tid].name
         shared.append(len(name & query))
         sizes.append(len(name) or 1)
     out[:, 0] = shared
@@ -194,12 +204,12 @@ def _server_columns(
     vector: Sequence[Scored],
     candidates: Sequence[str],
     cos: NDArray[np.float64],
-    tools: Mapping[str, Tool],
+    seen: Mapping[str, Candidate],
 ) -> NDArray[np.float64]:
     """A tool's server peers: the best cosine among them (a request for one API often fits
     several of its endpoints), as a gap to the vector leg's best, and their share of the
     vector leg's first ten."""
-    server = {tid: tools[tid].server or tid if tid in tools else tid for tid in candidates}
+    server = {tid: seen[tid].server for tid in candidates}
     best: dict[str, float] = {}
     for tid, c in zip(candidates, cos.tolist(), strict=True):
         s = server[tid]
@@ -231,12 +241,6 @@ def _whole_columns(run: Sequence[Scored], candidates: Sequence[str]) -> NDArray[
     out[:, 2] = (sims - crowd.mean()) / max(sd, 1e-6)
     out[:, 3] = np.log1p(rank)
     return out
-
-
-@lru_cache(maxsize=65536)
-def _token_set(name: str) -> frozenset[str]:
-    # Analysing a name costs more than the rest of its row; names repeat across requests.
-    return frozenset(analyze(name))
 
 
 #: The calibration's inputs per candidate: the ranker's output, its gap to the request's best,
