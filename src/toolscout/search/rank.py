@@ -139,10 +139,8 @@ def candidate_rows(
         float(np.median(crowd)) if crowd.size else 0.0,
         float(len(query)),
     ]
-    cos = _column(legs.vector, candidates, floor_cos)
-    cos_rank = _places(legs.vector, candidates)
-    lex = _column(legs.lexical, candidates, 0.0)
-    lex_rank = _places(legs.lexical, candidates)
+    cos, cos_rank = _lookup(legs.vector, candidates, floor_cos)
+    lex, lex_rank = _lookup(legs.lexical, candidates, 0.0)
     mu = float(crowd.mean()) if crowd.size else 0.0
     sd = float(crowd.std()) if crowd.size > 1 else 1.0
     rows[:, 6] = cos
@@ -152,8 +150,9 @@ def candidate_rows(
     rows[:, 10] = lex / idf
     rows[:, 11] = lex / best_lex if best_lex > 0 else 0.0
     rows[:, 12] = np.log1p(lex_rank)
-    rows[:, 13] = _column(legs.fused, candidates, 0.0)
-    rows[:, 14] = np.log1p(_places(legs.fused, candidates))
+    fused, fused_rank = _lookup(legs.fused, candidates, 0.0)
+    rows[:, 13] = fused
+    rows[:, 14] = np.log1p(fused_rank)
     rows[:, 15:17] = _name_columns(candidates, query, seen)
     rows[:, 17:19] = _server_columns(legs.vector, candidates, cos, seen)
     # Reciprocal ranks as RRF sums them: a tool the lexical leg did not return adds nothing.
@@ -164,19 +163,15 @@ def candidate_rows(
     return rows
 
 
-def _column(
+def _lookup(
     run: Sequence[Scored], candidates: Sequence[str], missing: float
-) -> NDArray[np.float64]:
-    """Each candidate's score in ``run`` (``missing`` when it is not there)."""
-    score = {h.id: h.score for h in run}
-    return np.array([score.get(t, missing) for t in candidates], dtype=np.float64)
-
-
-def _places(run: Sequence[Scored], candidates: Sequence[str]) -> NDArray[np.float64]:
-    """Each candidate's place in ``run`` from 1 (one past its end when it is not there)."""
-    place = {h.id: r for r, h in enumerate(run, 1)}
-    missing = len(run) + 1
-    return np.array([place.get(t, missing) for t in candidates], dtype=np.float64)
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Each candidate's score in ``run`` (``missing`` when it is not there) and its place from
+    1 (one past the run's end when it is not there)."""
+    at = {h.id: (r, h.score) for r, h in enumerate(run, 1)}
+    absent = (len(run) + 1, missing)
+    both = np.array([at.get(t, absent) for t in candidates], dtype=np.float64).reshape(-1, 2)
+    return both[:, 1], both[:, 0]
 
 
 def _name_columns(
@@ -187,14 +182,10 @@ def _name_columns(
     out = np.zeros((len(candidates), 2), dtype=np.float64)
     if not query:
         return out
-    shared: list[float] = []
-    sizes: list[float] = []
-    for tid in candidates:
-        name = seen[tid].name
-        shared.append(len(name & query))
-        sizes.append(len(name) or 1)
+    names = [seen[tid].name for tid in candidates]
+    shared = [len(name & query) for name in names]
     out[:, 0] = shared
-    out[:, 0] /= sizes
+    out[:, 0] /= [len(name) or 1 for name in names]
     out[:, 1] = shared
     out[:, 1] /= len(query)
     return out
@@ -209,17 +200,17 @@ def _server_columns(
     """A tool's server peers: the best cosine among them (a request for one API often fits
     several of its endpoints), as a gap to the vector leg's best, and their share of the
     vector leg's first ten."""
-    server = {tid: seen[tid].server for tid in candidates}
+    servers = [seen[tid].server for tid in candidates]
+    server = dict(zip(candidates, servers, strict=True))
     best: dict[str, float] = {}
-    for tid, c in zip(candidates, cos.tolist(), strict=True):
-        s = server[tid]
+    for s, c in zip(servers, cos.tolist(), strict=True):
         best[s] = max(best.get(s, -1.0), c)
     top = Counter(server.get(h.id, h.id) for h in vector[:10])
     size = max(1, min(10, len(vector)))
     best_cos = vector[0].score if vector else 0.0
     out = np.empty((len(candidates), 2), dtype=np.float64)
-    out[:, 0] = [best[server[t]] - best_cos for t in candidates]
-    out[:, 1] = [top[server[t]] / size for t in candidates]
+    out[:, 0] = [best[s] - best_cos for s in servers]
+    out[:, 1] = [top[s] / size for s in servers]
     return out
 
 
@@ -231,10 +222,7 @@ def _whole_columns(run: Sequence[Scored], candidates: Sequence[str]) -> NDArray[
     if not run:
         return out
     crowd = np.array([h.score for h in run], dtype=np.float64)
-    cos = {h.id: h.score for h in run}
-    place = {h.id: r for r, h in enumerate(run, 1)}
-    sims = np.array([cos.get(t, crowd[-1]) for t in candidates], dtype=np.float64)
-    rank = np.array([place.get(t, crowd.size + 1) for t in candidates], dtype=np.float64)
+    sims, rank = _lookup(run, candidates, float(crowd[-1]))
     sd = float(crowd.std()) if crowd.size > 1 else 1.0
     out[:, 0] = sims
     out[:, 1] = sims - crowd[0]
@@ -319,9 +307,10 @@ def rerank(
     """The candidates ``ids`` (rows of ``x``) in the ranker's order (ties by id), then the rest
     of the fused run as it was; and each candidate's probability of being a right tool."""
     raw = ranker.scores(x)
-    chance = ranker.probabilities(raw, x)
-    order = sorted(range(len(ids)), key=lambda i: (-raw[i], ids[i]))
-    head = [Scored(ids[i], float(chance[i])) for i in order]
+    chance = ranker.probabilities(raw, x).tolist()
+    keys = [(-r, tid) for r, tid in zip(raw.tolist(), ids, strict=True)]
+    order = sorted(range(len(ids)), key=keys.__getitem__)
+    head = [Scored(ids[i], chance[i]) for i in order]
     return head + list(legs.fused[len(ids) :]), {h.id: h.score for h in head}
 
 
