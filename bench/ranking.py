@@ -52,11 +52,16 @@ from quality import peers
 from toolscout.engine import Engine
 from toolscout.eval.metrics import calibration_error, mean, reliability, score_query, sign_test
 from toolscout.models import Scored, Tool
+from toolscout.search.config import WholeRequest
 from toolscout.search.hybrid import HybridSearcher
 from toolscout.search.rank import Legs, features, load_ranker
 from toolscout.search.rank import Ranker as Learned
 
 METRICS = ("hit@3", "ndcg@10")
+
+
+#: The whole request's row of the ``learned`` system (``--whole``; SearchConfig.whole_request).
+WHOLE: WholeRequest = "embedded"
 
 
 def all_sets(natural: Path) -> dict[str, Dataset]:
@@ -82,7 +87,10 @@ def systems(
     config = engine.searcher.config
     fixed = HybridSearcher(engine.store, engine.embedder, replace(config, learned_ranker=False))
     learned = HybridSearcher(
-        engine.store, engine.embedder, replace(config, learned_ranker=True), ranker=ranker
+        engine.store,
+        engine.embedder,
+        replace(config, learned_ranker=True, whole_request=WHOLE),
+        ranker=ranker,
     )
     peer = peers(engine, tools)
     # Each request's two peer lists are computed once and fused twice.
@@ -334,7 +342,13 @@ def main() -> int:
     parser.add_argument(
         "--candidate", type=Path, default=None, help="a refit with extra features, as `candidate`"
     )  # a refit is compared quickly with `--splits dev --systems learned --ranker DIR`
+    parser.add_argument(
+        "--whole", choices=("embedded", "intents_mean"), default="embedded",
+        help="the whole request's row of `learned` (a --ranker DIR fitted with the same --whole)",
+    )  # fmt: skip
     args = parser.parse_args()
+    global WHOLE
+    WHOLE = args.whole
     t0 = time.perf_counter()
     report: dict[str, Any] = {"sets": {}}
     for name in args.sets:

@@ -147,6 +147,9 @@ class HybridSearcher:
         intents = self.intents(query)
         if not whole or len(intents) < 2:
             return self.embedder.embed_query(intents), None
+        if self.config.whole_request == "intents_mean":
+            rows = self.embedder.embed_query(intents)
+            return rows, intents_mean(rows, intents)
         rows = self.embedder.embed_query([*intents, query.strip()])
         return rows[:-1], rows[-1:]
 
@@ -334,6 +337,8 @@ class HybridSearcher:
         caller brought the intents' rows)."""
         rows, extra = given if given is not None else self._embed_timed(text, timings, whole)
         if whole and extra is None and rows.shape[0] > 1:
+            if self.config.whole_request == "intents_mean":
+                return rows, intents_mean(rows, self.intents(text))
             extra = self._embed_whole(text, timings)
         return rows, extra
 
@@ -409,6 +414,14 @@ def _whole(runs: list[list[Scored]], apart: list[list[Scored]]) -> list[Scored]:
     if apart:
         return apart[0]
     return runs[0] if len(runs) == 1 else []
+
+
+def intents_mean(rows: NDArray[np.float32], intents: Sequence[str]) -> NDArray[np.float32]:
+    """The intents' rows averaged by their texts' lengths, normalised: one row."""
+    weights = np.array([len(t) for t in intents], dtype=np.float32)[: rows.shape[0], None]
+    mean = (rows * weights).sum(axis=0)
+    out: NDArray[np.float32] = (mean / max(float(np.linalg.norm(mean)), 1e-12))[None, :]
+    return out.astype(np.float32)
 
 
 def _stacked(rows: QueryRows) -> NDArray[np.float32]:
