@@ -14,7 +14,7 @@ from toolscout.config import Settings
 from toolscout.embed.base import Embedder, EmbedderWrapper, Vectors
 from toolscout.engine import Engine
 from toolscout.models import Loaded, Scored, SearchRequest, Strategy, Tool
-from toolscout.search.hybrid import intents_mean
+from toolscout.search.queryrows import intents_mean
 from toolscout.search.rank import FEATURES, Legs, features
 
 TWO_PARTS = "book a meeting with Ana on Friday and email her the agenda"

@@ -16,15 +16,16 @@ fixes both:
   and each intent is also fused on its own, so the best tool for *one* intent ranks as high as
   the best tool for the whole request ("book a meeting *and email her the agenda*").
 
-With ``learned_ranker`` on (opt-in), a learned model re-orders the first fused
-candidates and its probabilities are the scores (``search/rank.py``). It also reads the cosine
-of the *whole* request embedded as one text: for a request of several intents that text is
-embedded in the same call as the intents and gets its own row of the vector leg's
-``nearest_many``; a request of one intent is that text already. With the ranker off, neither is
-made, and scores come from ``search/calibration.py``: a hit's score is the probability that
-the tool serves the request, comparable across requests. Either way, a request that no indexed
-tool is likely to serve (judged from the legs before fusion: the vector leg's closest tool, the
-catalog's size) is a ``no_match``.
+With ``learned_ranker`` on (opt-in), a learned model re-orders the first fused candidates and
+its probabilities are the scores (``search/rank.py``; its candidates' names and servers come
+from ``search/candidates.py``). It also reads the cosine of the *whole* request embedded as one
+text: for a request of several intents that text is embedded in the same call as the intents
+(or, with ``whole_request = "intents_mean"``, their rows are averaged) and gets its own row of
+the vector leg's ``nearest_many``; a request of one intent is that text already. With the ranker
+off, neither is made, and scores come from ``search/calibration.py``: a hit's score is the
+probability that the tool serves the request, comparable across requests. Either way, a request
+that no indexed tool is likely to serve (judged from the legs before fusion: the vector leg's
+closest tool, the catalog's size) is a ``no_match``.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from toolscout.search.candidates import CandidateCache, exact_name_first
 from toolscout.search.config import SearchConfig
 from toolscout.search.fusion import best_of_intents, fuse_legs, intent_owners, spread_intents
 from toolscout.search.intents import split_intents
+from toolscout.search.queryrows import QueryRows, intents_mean, stacked, whole_run_of
 from toolscout.search.rank import Legs, Ranker, candidate_rows, load_ranker, rerank
 from toolscout.search.request import check_query
 from toolscout.search.text import query_tokens
@@ -59,10 +61,6 @@ MAX_ROWS = 8
 _WARNED: set[str] = set()
 #: Threads shared by all searches of one searcher for the legs they run beside the caller.
 LEG_THREADS = 8
-
-#: A request's intents' rows, and the whole request's row when it was embedded apart from them
-#: (several intents and the learned ranker on; else None).
-QueryRows = tuple[NDArray[np.float32], NDArray[np.float32] | None]
 
 
 class HybridSearcher:
@@ -259,7 +257,7 @@ class HybridSearcher:
             rows = self._query_rows(text, brought, whole, timings)
             embedded.append(rows[0])
             t0 = time.perf_counter()
-            found = self.store.nearest_many(_stacked(rows), limit=n, filters=filters, state=state)
+            found = self.store.nearest_many(stacked(rows), limit=n, filters=filters, state=state)
             timings["vector_ms"] = (time.perf_counter() - t0) * 1000
             if rows[1] is not None:
                 whole_run.append(found.pop())
@@ -280,7 +278,9 @@ class HybridSearcher:
         chances: dict[str, float] | None = None
         if ranker is not None and fused:
             t0 = time.perf_counter()
-            legs = Legs(lexical, vector, fused, len(runs), state.tools, _whole(runs, whole_run))
+            legs = Legs(
+                lexical, vector, fused, len(runs), state.tools, whole_run_of(runs, whole_run)
+            )
             fused, chances = self._rerank(ranker, legs, tokens, state.version)
             timings["rerank_ms"] = (time.perf_counter() - t0) * 1000
         if self.boost is not None and embedded:
@@ -369,7 +369,7 @@ class HybridSearcher:
         tools = state.tools
         lexical = self._lexical(tokens, n, n, None, state)
         rows = self.embed_request(text, True)
-        runs = self.store.nearest_many(_stacked(rows), limit=n, state=state)
+        runs = self.store.nearest_many(stacked(rows), limit=n, state=state)
         own = runs.pop() if rows[1] is not None else runs[0]
         vector = best_of_intents(runs, n)
         fused = fuse_legs(self.config, SearchMode.HYBRID, tokens, lexical, vector, tools)
@@ -407,23 +407,3 @@ class HybridSearcher:
         if not self.config.exact_name_boost:
             return fused
         return exact_name_first(self.store.tools, text, fused)
-
-
-def _whole(runs: list[list[Scored]], apart: list[list[Scored]]) -> list[Scored]:
-    """The whole request's run: the one searched apart, else a single intent's run."""
-    if apart:
-        return apart[0]
-    return runs[0] if len(runs) == 1 else []
-
-
-def intents_mean(rows: NDArray[np.float32], intents: Sequence[str]) -> NDArray[np.float32]:
-    """The intents' rows averaged by their texts' lengths, normalised: one row."""
-    weights = np.array([len(t) for t in intents], dtype=np.float32)[: rows.shape[0], None]
-    mean = (rows * weights).sum(axis=0)
-    out: NDArray[np.float32] = (mean / max(float(np.linalg.norm(mean)), 1e-12))[None, :]
-    return out.astype(np.float32)
-
-
-def _stacked(rows: QueryRows) -> NDArray[np.float32]:
-    """The intents' rows, then the whole request's when it has one of its own."""
-    return rows[0] if rows[1] is None else np.vstack([rows[0], rows[1]])
