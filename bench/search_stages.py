@@ -37,7 +37,11 @@ same query before the next query, so load on a shared machine hits every variant
 * ``alternating`` - ``shipped`` with a request's texts shared between the two query sessions
   the previous way (by length, alternately) instead of in two halves of equal length (the
   ``embed`` stage of the two, on long requests, shows what balancing saves when the whole
-  request is embedded beside its intents).
+  request is embedded beside its intents);
+* ``intents_mean`` - ``shipped`` with the whole request's row taken as its intents' rows
+  averaged (``SearchConfig.whole_request``): no embedding beside the intents. The packaged
+  ranker was fitted for the embedded row, so its answers differ (left out of the same-answers
+  check); its cost is that of a ranker refitted for the averaged row with as many trees.
 
 Every other query runs the variants in reverse order, so that none always follows another
 that has just warmed the caches with the same query.
@@ -50,7 +54,7 @@ below zero where the legs overlapped), when the embedding began after the search
 long the vector leg then waited for its vectors (p50 / p95), the share of searches a garbage
 collection ran in, its longest pause and the share with a full (generation 2) collection, and
 whether every variant returned the same ids and scores as the first (they must: no variant
-but ``hand_fusion`` changes results).
+but ``hand_fusion`` and ``intents_mean`` change results).
 Read timings as ratios within one run; take figures from a quiet machine only.
 """
 
@@ -90,12 +94,12 @@ from toolscout.store.sqlite.ann.shard import EdgeIndex
 
 VARIANTS = (
     *("previous", "one_thread", "split", "pool_embeds", "shipped", "hashed_hits", "frozen"),
-    *("hand_fusion", "light_rows", "cold_names", "alternating"),
+    *("hand_fusion", "light_rows", "cold_names", "alternating", "intents_mean"),
 )
 #: Variants that rank otherwise, left out of the same-answers check.
-RANKS_OTHERWISE = ("hand_fusion",)
+RANKS_OTHERWISE = ("hand_fusion", "intents_mean")
 #: Variants that run the shipped path but for the one part they replace.
-SHIPPED_TOO = ("light_rows", "cold_names", "alternating")
+SHIPPED_TOO = ("light_rows", "cold_names", "alternating", "intents_mean")
 STAGES = ("embed", "lexical", "vector", "rerank", "hits")
 SHIPPED_NEAREST = EdgeIndex.nearest_many
 SHIPPED_LIGHT_TOOL = tool_rows.row_to_light_tool
@@ -205,7 +209,10 @@ def _use(engine: Engine, variant: str) -> None:
     model._split_queries = saved[1] and (beside or variant == "split")
     searcher = engine.search_service.searcher
     learned = variant != "hand_fusion"
-    searcher.config = replace(searcher.config, parallel_legs=beside, learned_ranker=learned)
+    whole = "intents_mean" if variant == "intents_mean" else "embedded"
+    searcher.config = replace(
+        searcher.config, parallel_legs=beside, learned_ranker=learned, whole_request=whole
+    )
     if variant == "pool_embeds":
         searcher.rank = _embedding_on_pool(searcher)  # type: ignore[method-assign]
     else:
@@ -346,10 +353,10 @@ def _ratios(out: dict[str, Any]) -> dict[str, float | None]:
         if v in out and "shipped" in out:
             mine, theirs = (out[w]["stages_p50_p95"][stage][0] for w in ("shipped", v))
             ratios[f"{stage}_shipped_over_{v}_p50"] = round(mine / theirs, 3) if theirs else None
-    if "hand_fusion" in out and "shipped" in out:
-        for q in ("p50", "p95"):
-            ratios[f"shipped_over_hand_fusion_{q}"] = round(
-                out["shipped"][f"total_{q}"] / out["hand_fusion"][f"total_{q}"], 3
+    for top, bottom in (("intents_mean", "shipped"), ("shipped", "hand_fusion")):
+        for q in ("p50", "p95") if top in out and bottom in out else ():
+            ratios[f"{top}_over_{bottom}_{q}"] = round(
+                out[top][f"total_{q}"] / out[bottom][f"total_{q}"], 3
             )
     if "previous" in out and "shipped" in out:
         ratios["shipped_over_previous_p95"] = round(
