@@ -52,7 +52,7 @@ from quality import peers
 from toolscout.engine import Engine
 from toolscout.eval.metrics import calibration_error, mean, reliability, score_query, sign_test
 from toolscout.models import Scored, Tool
-from toolscout.search.config import WholeRequest
+from toolscout.search.config import SearchConfig, WholeRequest
 from toolscout.search.hybrid import HybridSearcher
 from toolscout.search.rank import Legs, features, load_ranker
 from toolscout.search.rank import Ranker as Learned
@@ -61,7 +61,7 @@ METRICS = ("hit@3", "ndcg@10")
 
 
 #: The whole request's row of the ``learned`` system (``--whole``; SearchConfig.whole_request).
-WHOLE: WholeRequest = "embedded"
+WHOLE: WholeRequest = SearchConfig().whole_request
 
 
 def all_sets(natural: Path) -> dict[str, Dataset]:
@@ -343,7 +343,7 @@ def main() -> int:
         "--candidate", type=Path, default=None, help="a refit with extra features, as `candidate`"
     )  # a refit is compared quickly with `--splits dev --systems learned --ranker DIR`
     parser.add_argument(
-        "--whole", choices=("embedded", "intents_mean"), default="embedded",
+        "--whole", choices=("embedded", "intents_mean"), default=WHOLE,
         help="the whole request's row of `learned` (a --ranker DIR fitted with the same --whole)",
     )  # fmt: skip
     args = parser.parse_args()

@@ -71,7 +71,7 @@ from natural import ROOT, datasets, open_index
 from toolscout.ingest.jsonfile import CatalogFile
 from toolscout.models import Tool
 from toolscout.search.calibration import fit_logistic
-from toolscout.search.config import WholeRequest
+from toolscout.search.config import SearchConfig, WholeRequest
 from toolscout.search.rank import (
     CALIBRATION_INPUTS,
     FEATURES,
@@ -204,7 +204,7 @@ def catalog(source: str) -> dict[str, Tool]:
 #: Extra feature groups (peer_view.py GROUPS) and each source's tool views, set by main().
 EXTRA: tuple[str, ...] = ()
 #: The whole request's row the legs are searched with (``--whole``), set by main().
-WHOLE: WholeRequest = "embedded"
+WHOLE: WholeRequest = SearchConfig().whole_request
 VIEWS: dict[str, ToolViews] = {}
 
 
@@ -352,17 +352,19 @@ def parse() -> argparse.Namespace:
     add("--cache", type=Path, default=ROOT / "bench" / "out" / "ranking" / "legs")
     add("--compose", type=int, default=600,
         help="two-part requests composed of training requests, per source")  # fmt: skip
-    add("--whole", choices=("embedded", "intents_mean"), default="embedded",
-        help="the whole request's row (SearchConfig.whole_request)")  # fmt: skip
+    add("--whole", choices=("embedded", "intents_mean"), default=WHOLE,
+        help="the whole request's row (default: SearchConfig.whole_request)")  # fmt: skip
     add("--extra", nargs="*", default=[], choices=list(GROUPS),
         help="extra feature groups (bench/fit/peer_view.py): second views of tools")  # fmt: skip
     args = parser.parse_args()
-    if (
-        (args.extra or args.whole != "embedded")
-        and args.write
-        and args.folder == parser.get_default("folder")
-    ):
+    packaged = args.write and args.folder == parser.get_default("folder")
+    if packaged and args.extra:
         parser.error("--extra: the product computes no extra features; write to --folder DIR")
+    if packaged and args.whole != WHOLE:
+        parser.error(
+            f"--whole {args.whole}: the product's whole-request row is {WHOLE} "
+            "(SearchConfig.whole_request); write to --folder DIR"
+        )
     return args
 
 
