@@ -326,6 +326,7 @@ def rescore_ms(folder: Path | None, runs: int = 200) -> dict[str, float]:
 
 
 def main() -> int:
+    global WHOLE
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sets = all_sets(ROOT / "data" / "natural")
     parser.add_argument("--sets", nargs="*", default=list(sets), choices=list(sets))
@@ -347,7 +348,6 @@ def main() -> int:
         help="the whole request's row of `learned` (a --ranker DIR fitted with the same --whole)",
     )  # fmt: skip
     args = parser.parse_args()
-    global WHOLE
     WHOLE = args.whole
     t0 = time.perf_counter()
     report: dict[str, Any] = {"sets": {}}
