@@ -36,12 +36,12 @@ same query before the next query, so load on a shared machine hits every variant
   since the last write; the others find the ones an earlier variant read for the same query);
 * ``alternating`` - ``shipped`` with a request's texts shared between the two query sessions
   the previous way (by length, alternately) instead of in two halves of equal length (the
-  ``embed`` stage of the two, on long requests, shows what balancing saves when the whole
-  request is embedded beside its intents);
-* ``intents_mean`` - ``shipped`` with the whole request's row taken as its intents' rows
-  averaged (``SearchConfig.whole_request``): no embedding beside the intents. The packaged
-  ranker was fitted for the embedded row, so its answers differ (left out of the same-answers
-  check); its cost is that of a ranker refitted for the averaged row with as many trees.
+  ``embed`` stage of the two, on long requests, shows what balancing saves);
+* ``whole_embedded`` - ``shipped`` with the whole request's text embedded beside its intents
+  (``SearchConfig.whole_request = "embedded"``) instead of its intents' rows averaged (the
+  product's). The packaged ranker was fitted for the averaged row, so its answers differ (left
+  out of the same-answers check); its cost is that of a ranker fitted for the embedded row with
+  as many trees (the previous packaged one had 262, this one 148).
 
 Every other query runs the variants in reverse order, so that none always follows another
 that has just warmed the caches with the same query.
@@ -54,7 +54,7 @@ below zero where the legs overlapped), when the embedding began after the search
 long the vector leg then waited for its vectors (p50 / p95), the share of searches a garbage
 collection ran in, its longest pause and the share with a full (generation 2) collection, and
 whether every variant returned the same ids and scores as the first (they must: no variant
-but ``hand_fusion`` and ``intents_mean`` change results).
+but ``hand_fusion`` and ``whole_embedded`` change results).
 Read timings as ratios within one run; take figures from a quiet machine only.
 """
 
@@ -86,6 +86,7 @@ from toolscout.engine import Engine
 from toolscout.eval.metrics import percentile
 from toolscout.models import ItemType, Scored, SearchMode, Tool
 from toolscout.search.candidates import CandidateCache
+from toolscout.search.config import SearchConfig
 from toolscout.search.hybrid import HybridSearcher
 from toolscout.search.rank import Legs, features
 from toolscout.search.text import query_tokens
@@ -94,16 +95,17 @@ from toolscout.store.sqlite.ann.shard import EdgeIndex
 
 VARIANTS = (
     *("previous", "one_thread", "split", "pool_embeds", "shipped", "hashed_hits", "frozen"),
-    *("hand_fusion", "light_rows", "cold_names", "alternating", "intents_mean"),
+    *("hand_fusion", "light_rows", "cold_names", "alternating", "whole_embedded"),
 )
 #: Variants that rank otherwise, left out of the same-answers check.
-RANKS_OTHERWISE = ("hand_fusion", "intents_mean")
+RANKS_OTHERWISE = ("hand_fusion", "whole_embedded")
 #: Variants that run the shipped path but for the one part they replace.
-SHIPPED_TOO = ("light_rows", "cold_names", "alternating", "intents_mean")
+SHIPPED_TOO = ("light_rows", "cold_names", "alternating", "whole_embedded")
 STAGES = ("embed", "lexical", "vector", "rerank", "hits")
 SHIPPED_NEAREST = EdgeIndex.nearest_many
 SHIPPED_LIGHT_TOOL = tool_rows.row_to_light_tool
 SHIPPED_HALVES = onnx.balanced_halves
+SHIPPED_WHOLE = SearchConfig().whole_request
 
 
 def _alternating(sizes: Sequence[int]) -> tuple[list[int], list[int]]:
@@ -209,7 +211,7 @@ def _use(engine: Engine, variant: str) -> None:
     model._split_queries = saved[1] and (beside or variant == "split")
     searcher = engine.search_service.searcher
     learned = variant != "hand_fusion"
-    whole = "intents_mean" if variant == "intents_mean" else "embedded"
+    whole = "embedded" if variant == "whole_embedded" else SHIPPED_WHOLE
     searcher.config = replace(
         searcher.config, parallel_legs=beside, learned_ranker=learned, whole_request=whole
     )
@@ -353,7 +355,7 @@ def _ratios(out: dict[str, Any]) -> dict[str, float | None]:
         if v in out and "shipped" in out:
             mine, theirs = (out[w]["stages_p50_p95"][stage][0] for w in ("shipped", v))
             ratios[f"{stage}_shipped_over_{v}_p50"] = round(mine / theirs, 3) if theirs else None
-    for top, bottom in (("intents_mean", "shipped"), ("shipped", "hand_fusion")):
+    for top, bottom in (("whole_embedded", "shipped"), ("shipped", "hand_fusion")):
         for q in ("p50", "p95") if top in out and bottom in out else ():
             ratios[f"{top}_over_{bottom}_{q}"] = round(
                 out[top][f"total_{q}"] / out[bottom][f"total_{q}"], 3

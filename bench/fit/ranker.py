@@ -1,10 +1,12 @@
 """Fit the learned ranker (search/rank.py) and its probability calibration.
 
-    python bench/fit/ranker.py [--write] [--compose 600] [--fixed-rounds 262] [--max-train 6000]
-                               [--db-dir DIR] [--extra GROUP ... --folder DIR]
+    python bench/fit/ranker.py [--write] [--compose 600] [--fixed-rounds 148] [--max-train 6000]
+                               [--db-dir DIR] [--whole ROW] [--extra GROUP ... --folder DIR]
 
-The packaged ranker: ``--write --fixed-rounds 262`` (early stopping on the dev requests chose
-262 rounds; ``--compose`` is 600 unless given).
+The packaged ranker: ``--write --fixed-rounds 148`` (early stopping on the dev requests chose
+148 rounds; ``--compose`` is 600 and ``--whole`` the product's row, the intents' rows averaged,
+unless given; ``--whole embedded`` fits for the whole text embedded beside the intents, written
+to ``--folder DIR`` and measured with ``bench/ranking.py --ranker DIR --whole embedded``).
 
 Data: the ``train`` requests of ``data/natural``, each searched over its source's whole
 catalog: MetaTool's at most ``--max-train`` (an even stride) of those the packaged embedder did

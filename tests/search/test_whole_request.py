@@ -1,6 +1,7 @@
-"""The whole request as the learned ranker reads it: embedded beside the intents only when the
-ranker is on and the request has several, searched as one more row of the vector leg, and
-nothing of it made with the ranker off."""
+"""The whole request as the learned ranker reads it, made only when the ranker is on and the
+request has several intents: by default the intents' rows averaged (no embedding), or, with
+``whole_request = "embedded"``, its text embedded beside the intents; either way searched as
+one more row of the vector leg, and nothing of it made with the ranker off."""
 
 from __future__ import annotations
 
@@ -52,8 +53,19 @@ def _open(settings: Settings, ranker: bool) -> Engine:
 
 @pytest.fixture
 def ranked(settings: Settings) -> Iterator[Engine]:
+    """The ranker on, its whole-request row embedded beside the intents."""
     engine = _open(settings, True)
     assert engine.searcher.ranker is not None
+    engine.searcher.config = replace(engine.searcher.config, whole_request="embedded")
+    yield engine
+    engine.close()
+
+
+@pytest.fixture
+def averaged(settings: Settings) -> Iterator[Engine]:
+    """The ranker on as configured by default: the whole request's row averaged."""
+    engine = _open(settings, True)
+    assert engine.searcher.config.whole_request == "intents_mean"
     yield engine
     engine.close()
 
@@ -148,9 +160,9 @@ def test_whole_request_features_read_its_run() -> None:
     assert all(bare[0, col(n)] == 0.0 for n in names)
 
 
-def test_the_intents_mean_costs_no_embedding_and_has_its_own_run(ranked: Engine) -> None:
+def test_the_intents_mean_costs_no_embedding_and_has_its_own_run(averaged: Engine) -> None:
+    ranked = averaged
     searcher = ranked.searcher
-    searcher.config = replace(searcher.config, whole_request="intents_mean")
     intents = searcher.intents(TWO_PARTS)
     recorder = _recorded(ranked)
     ranked.search(TWO_PARTS, limit=3)

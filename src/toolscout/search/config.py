@@ -47,10 +47,11 @@ class SearchConfig:
     #: allow, on long requests mostly the whole request's embedding (docs/BENCHMARKS.md §16).
     learned_ranker: bool = False
     #: Where the learned ranker's row for the whole of a request of several intents comes from:
-    #: ``embedded``, its text embedded beside its intents (what the packaged ranker learned
-    #: from); ``intents_mean``, the intents' rows averaged by their lengths and normalised (no
-    #: embedding; a ranker must be fitted for it: bench/fit/ranker.py ``--whole``).
-    whole_request: WholeRequest = "embedded"
+    #: ``intents_mean``, the intents' rows averaged by their lengths and normalised (what the
+    #: packaged ranker learned from: no embedding beside the intents); ``embedded``, its text
+    #: embedded beside its intents (a ranker must be fitted for the row it reads:
+    #: bench/fit/ranker.py ``--whole``; docs/benchmarks/ranking.md).
+    whole_request: WholeRequest = "intents_mean"
     #: Run the lexical and the vector leg at the same time on stores that gain from it (a
     #: search then costs about its slower leg: on PostgreSQL both legs run on the server,
     #: each on its own connection); on the others, run the lexical leg while the request is

@@ -4,10 +4,11 @@ A LightGBM LambdaRank model over per-(request, candidate) features (:data:`FEATU
 candidate's cosine to the request and where it stands among the vector leg's candidates (gap to
 the best, z-score, rank), its BM25 score in IDF units, relative to the best and its rank, the
 hand-set fusion's score and rank, the legs' reciprocal ranks summed as RRF does, how much of
-its name the request says, and its cosine to the *whole* request embedded as one text (the
-vector leg embeds each intent of a request apart and keeps a tool's best, which costs requests
-that spread one need over several sentences) with its gap, z-score and rank in that text's own
-run of nearest tools; plus request-level context (intents, catalog size, the best cosine and
+its name the request says, and its cosine to the *whole* request (the vector leg embeds each
+intent of a request apart and keeps a tool's best, which costs requests that spread one need
+over several sentences): by default the intents' rows averaged by length, no embedding
+(``SearchConfig.whole_request``), with its gap, z-score and rank in that row's own run of
+nearest tools; plus request-level context (intents, catalog size, the best cosine and
 BM25 evidence). Gradient-boosted trees were chosen over a linear
 model because the legs' value depends on context (BM25 counts when the request restates rare
 words, not when it shares one stray term), which trees learn without hand-made interactions;
@@ -17,13 +18,13 @@ it from learning to punish a candidate for more evidence.
 The model is LightGBM's own text dump (``ranker.txt``), evaluated with numpy
 (search/forest.py), so serving needs no LightGBM. It is off by default
 (``SearchConfig.learned_ranker``): on no dev set is it significantly worse than the hand-set
-fusion and on average a little better, but it costs a search several milliseconds at 100k tools
-(docs/benchmarks/ranking.md). ``ranker.json`` beside it
+fusion and on average a little better, but its cost at 100k tools is measured against the
+latency targets before it is (docs/benchmarks/ranking.md). ``ranker.json`` beside it
 records the file's sha256 (checked at load), the feature names, the command that fitted it,
 and a logistic calibration of the ranker's output and its context (:data:`CALIBRATION_INPUTS`).
 The score map that replaces that logistic one when it was fitted for these trees
 (search/rankcal.py, ``rankcal.json``) gives the probability that the candidate is a right tool.
-Refit with ``python bench/fit/ranker.py --write --fixed-rounds 262``, then
+Refit with ``python bench/fit/ranker.py --write --fixed-rounds 148``, then
 ``python bench/fit/ranker_calibration.py --write``.
 """
 
@@ -97,7 +98,7 @@ RRF_K = 60.0
 @dataclass(frozen=True)
 class Legs:
     """What one hybrid search's legs returned, best first. ``whole``: the nearest tools to the
-    whole request embedded as one text (for a request of one intent, the vector leg's run)."""
+    whole request's row (for a request of one intent, the vector leg's run)."""
 
     lexical: Sequence[Scored]
     vector: Sequence[Scored]
