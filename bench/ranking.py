@@ -52,11 +52,16 @@ from quality import peers
 from toolscout.engine import Engine
 from toolscout.eval.metrics import calibration_error, mean, reliability, score_query, sign_test
 from toolscout.models import Scored, Tool
+from toolscout.search.config import SearchConfig, WholeRequest
 from toolscout.search.hybrid import HybridSearcher
 from toolscout.search.rank import Legs, features, load_ranker
 from toolscout.search.rank import Ranker as Learned
 
 METRICS = ("hit@3", "ndcg@10")
+
+
+#: The whole request's row of the ``learned`` system (``--whole``; SearchConfig.whole_request).
+WHOLE: WholeRequest = SearchConfig().whole_request
 
 
 def all_sets(natural: Path) -> dict[str, Dataset]:
@@ -82,7 +87,10 @@ def systems(
     config = engine.searcher.config
     fixed = HybridSearcher(engine.store, engine.embedder, replace(config, learned_ranker=False))
     learned = HybridSearcher(
-        engine.store, engine.embedder, replace(config, learned_ranker=True), ranker=ranker
+        engine.store,
+        engine.embedder,
+        replace(config, learned_ranker=True, whole_request=WHOLE),
+        ranker=ranker,
     )
     peer = peers(engine, tools)
     # Each request's two peer lists are computed once and fused twice.
@@ -318,6 +326,7 @@ def rescore_ms(folder: Path | None, runs: int = 200) -> dict[str, float]:
 
 
 def main() -> int:
+    global WHOLE
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sets = all_sets(ROOT / "data" / "natural")
     parser.add_argument("--sets", nargs="*", default=list(sets), choices=list(sets))
@@ -334,7 +343,12 @@ def main() -> int:
     parser.add_argument(
         "--candidate", type=Path, default=None, help="a refit with extra features, as `candidate`"
     )  # a refit is compared quickly with `--splits dev --systems learned --ranker DIR`
+    parser.add_argument(
+        "--whole", choices=("embedded", "intents_mean"), default=WHOLE,
+        help="the whole request's row of `learned` (a --ranker DIR fitted with the same --whole)",
+    )  # fmt: skip
     args = parser.parse_args()
+    WHOLE = args.whole
     t0 = time.perf_counter()
     report: dict[str, Any] = {"sets": {}}
     for name in args.sets:

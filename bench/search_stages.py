@@ -27,19 +27,34 @@ same query before the next query, so load on a shared machine hits every variant
   model) frozen out of garbage collection (``gc.freeze()``, undone after the search), as a
   serving process that froze them once loaded would run;
 * ``hand_fusion`` - ``shipped`` with the learned ranker off: the hand-set fusion's order, and
-  no whole-request row (what the learned ranker and the whole request's cosine cost).
+  no whole-request row (what the learned ranker and the whole request's cosine cost);
+* ``light_rows`` - ``shipped`` with the ranker's candidates read the previous way: every
+  candidate's light row from the store on every search, its name analysed (the ``rerank``
+  stage of the two shows what remembering names and servers per index version saves);
+* ``cold_names`` - ``shipped`` with nothing remembered: every candidate's name and server read
+  with the store's narrow read on every search (a request whose candidates no search has met
+  since the last write; the others find the ones an earlier variant read for the same query);
+* ``alternating`` - ``shipped`` with a request's texts shared between the two query sessions
+  the previous way (by length, alternately) instead of in two halves of equal length (the
+  ``embed`` stage of the two, on long requests, shows what balancing saves);
+* ``whole_embedded`` - ``shipped`` with the whole request's text embedded beside its intents
+  (``SearchConfig.whole_request = "embedded"``) instead of its intents' rows averaged (the
+  product's). The packaged ranker was fitted for the averaged row, so its answers differ (left
+  out of the same-answers check); its cost is that of a ranker fitted for the embedded row with
+  as many trees (the previous packaged one had 262, this one 148).
 
 Every other query runs the variants in reverse order, so that none always follows another
 that has just warmed the caches with the same query.
 
 The legs are the product's for the catalog's size (at 100k: the HNSW shard and the posting
 index). Printed per request kind and variant: total wall p50 / p95 / p99, process CPU per search
-(p50), each stage's p50 / p95 (embedding, lexical leg, vector leg, hits; ``other``: the rest,
-the wall time less the stages, so below zero where the legs overlapped), when the embedding
-began after the search did and how long the vector leg then waited for its vectors (p50 / p95),
-the share of searches a garbage collection ran in, its longest pause and the share with a full
-(generation 2) collection, and whether every variant returned the same ids and scores as the
-first (they must: no variant but ``hand_fusion`` changes results).
+(p50), each stage's p50 / p95 (embedding, lexical leg, vector leg, the learned ranker's
+re-scoring with its candidates' read, hits; ``other``: the rest, the wall time less the stages, so
+below zero where the legs overlapped), when the embedding began after the search did and how
+long the vector leg then waited for its vectors (p50 / p95), the share of searches a garbage
+collection ran in, its longest pause and the share with a full (generation 2) collection, and
+whether every variant returned the same ids and scores as the first (they must: no variant
+but ``hand_fusion`` and ``whole_embedded`` change results).
 Read timings as ratios within one run; take figures from a quiet machine only.
 """
 
@@ -52,7 +67,7 @@ import json
 import random
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -60,28 +75,51 @@ from typing import Any
 
 import numpy as np
 import qdrant_edge as qe
+from numpy.typing import NDArray
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from latency import CACHE, KEPT, _postings, _queries, build_index
 from toolscout.config import Settings
+from toolscout.embed import onnx
 from toolscout.embed.onnx import OnnxEmbedder
 from toolscout.engine import Engine
 from toolscout.eval.metrics import percentile
 from toolscout.models import ItemType, Scored, SearchMode, Tool
+from toolscout.search.candidates import CandidateCache
+from toolscout.search.config import SearchConfig
 from toolscout.search.hybrid import HybridSearcher
+from toolscout.search.rank import Legs, features
 from toolscout.search.text import query_tokens
 from toolscout.store.sql import tools as tool_rows
 from toolscout.store.sqlite.ann.shard import EdgeIndex
 
 VARIANTS = (
     *("previous", "one_thread", "split", "pool_embeds", "shipped", "hashed_hits", "frozen"),
-    "hand_fusion",
+    *("hand_fusion", "light_rows", "cold_names", "alternating", "whole_embedded"),
 )
 #: Variants that rank otherwise, left out of the same-answers check.
-RANKS_OTHERWISE = ("hand_fusion",)
-STAGES = ("embed", "lexical", "vector", "hits")
+RANKS_OTHERWISE = ("hand_fusion", "whole_embedded")
+#: Variants that run the shipped path but for the one part they replace.
+SHIPPED_TOO = ("light_rows", "cold_names", "alternating", "whole_embedded")
+STAGES = ("embed", "lexical", "vector", "rerank", "hits")
 SHIPPED_NEAREST = EdgeIndex.nearest_many
 SHIPPED_LIGHT_TOOL = tool_rows.row_to_light_tool
+SHIPPED_HALVES = onnx.balanced_halves
+SHIPPED_WHOLE = SearchConfig().whole_request
+
+
+def _alternating(sizes: Sequence[int]) -> tuple[list[int], list[int]]:
+    """The previous share-out of a request's texts: sorted by length, every other one."""
+    order = sorted(range(len(sizes)), key=lambda i: sizes[i])
+    return order[0::2], order[1::2]
+
+
+def _light_rows_features(
+    searcher: HybridSearcher, legs: Legs, tokens: list[str], version: Any = None
+) -> tuple[list[str], NDArray[np.float64]]:
+    """The previous candidate read: every candidate's light row, on every search."""
+    ids = [h.id for h in legs.fused[: searcher.config.candidates]]
+    return ids, features(legs, ids, tokens, searcher.store.tools.get_light(ids))
 
 
 def _hashed_light_tool(row: Any) -> Tool:
@@ -168,16 +206,26 @@ def _use(engine: Engine, variant: str) -> None:
         gc.freeze()
     else:
         gc.unfreeze()
-    shipped = variant in ("shipped", "hashed_hits", "frozen", "hand_fusion")
+    shipped = variant in ("shipped", "hashed_hits", "frozen", "hand_fusion", *SHIPPED_TOO)
     beside = shipped or variant == "pool_embeds"
     model._split_queries = saved[1] and (beside or variant == "split")
     searcher = engine.search_service.searcher
     learned = variant != "hand_fusion"
-    searcher.config = replace(searcher.config, parallel_legs=beside, learned_ranker=learned)
+    whole = "embedded" if variant == "whole_embedded" else SHIPPED_WHOLE
+    searcher.config = replace(
+        searcher.config, parallel_legs=beside, learned_ranker=learned, whole_request=whole
+    )
     if variant == "pool_embeds":
         searcher.rank = _embedding_on_pool(searcher)  # type: ignore[method-assign]
     else:
         searcher.__dict__.pop("rank", None)
+    if variant == "light_rows":
+        searcher.candidate_features = functools.partial(_light_rows_features, searcher)  # type: ignore[method-assign]
+    else:
+        searcher.__dict__.pop("candidate_features", None)
+    if variant == "cold_names":
+        searcher.seen = CandidateCache(engine.store.tools)
+    onnx.balanced_halves = _alternating if variant == "alternating" else SHIPPED_HALVES  # type: ignore[assignment]
     hashed = variant == "hashed_hits"
     tool_rows.row_to_light_tool = _hashed_light_tool if hashed else SHIPPED_LIGHT_TOOL  # type: ignore[assignment]
     EdgeIndex.nearest_many = _payload_nearest if previous else SHIPPED_NEAREST  # type: ignore[method-assign]
@@ -194,6 +242,7 @@ def _stages(
         (service.searcher, "embed_request", "embed"),
         (engine.store, "lexical", "lexical"),
         (engine.store, "nearest_many", "vector"),
+        (service.searcher, "_rerank", "rerank"),
         (service.hierarchical, "hits", "hits"),
     ]
 
@@ -228,7 +277,13 @@ def _open(keep: Path, size: int, ann_ef: int | None = None) -> Engine:
 
     def opened(options: str) -> Engine:
         return Engine.open(
-            Settings(db=f"{db}{options}", cache_dir=CACHE, query_cache_size=0, result_cache_size=0)
+            Settings(
+                db=f"{db}{options}",
+                cache_dir=CACHE,
+                query_cache_size=0,
+                result_cache_size=0,
+                learned_ranker=True,
+            )
         )
 
     if not (folder / KEPT).is_file():
@@ -296,10 +351,14 @@ def _ratios(out: dict[str, Any]) -> dict[str, float | None]:
             ratios[f"shipped_over_{v}_p95"] = round(
                 out["shipped"]["total_p95"] / out[v]["total_p95"], 3
             )
-    if "hand_fusion" in out and "shipped" in out:
-        for q in ("p50", "p95"):
-            ratios[f"shipped_over_hand_fusion_{q}"] = round(
-                out["shipped"][f"total_{q}"] / out["hand_fusion"][f"total_{q}"], 3
+    for v, stage in (("light_rows", "rerank"), ("cold_names", "rerank"), ("alternating", "embed")):
+        if v in out and "shipped" in out:
+            mine, theirs = (out[w]["stages_p50_p95"][stage][0] for w in ("shipped", v))
+            ratios[f"{stage}_shipped_over_{v}_p50"] = round(mine / theirs, 3) if theirs else None
+    for top, bottom in (("whole_embedded", "shipped"), ("shipped", "hand_fusion")):
+        for q in ("p50", "p95") if top in out and bottom in out else ():
+            ratios[f"{top}_over_{bottom}_{q}"] = round(
+                out[top][f"total_{q}"] / out[bottom][f"total_{q}"], 3
             )
     if "previous" in out and "shipped" in out:
         ratios["shipped_over_previous_p95"] = round(

@@ -30,7 +30,7 @@ import json
 import math
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -214,9 +214,9 @@ class PeerSearcher(HybridSearcher):
         return rows
 
     def _rerank(
-        self, ranker: Ranker, legs: Legs, tokens: list[str]
+        self, ranker: Ranker, legs: Legs, tokens: list[str], version: Hashable | None = None
     ) -> tuple[list[Scored], dict[str, float]]:
-        ids, x = self.candidate_features(legs, tokens)
+        ids, x = self.candidate_features(legs, tokens, version)
         assert self.last_rows is not None
         request = self.request(self.last_text, self.last_rows)
         extra = extra_features(self.views, self.groups, request, ids)

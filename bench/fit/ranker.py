@@ -1,10 +1,12 @@
 """Fit the learned ranker (search/rank.py) and its probability calibration.
 
-    python bench/fit/ranker.py [--write] [--compose 600] [--fixed-rounds 262] [--max-train 6000]
-                               [--db-dir DIR] [--extra GROUP ... --folder DIR]
+    python bench/fit/ranker.py [--write] [--compose 600] [--fixed-rounds 148] [--max-train 6000]
+                               [--db-dir DIR] [--whole ROW] [--extra GROUP ... --folder DIR]
 
-The packaged ranker: ``--write --fixed-rounds 262`` (early stopping on the dev requests chose
-262 rounds; ``--compose`` is 600 unless given).
+The packaged ranker: ``--write --fixed-rounds 148`` (early stopping on the dev requests chose
+148 rounds; ``--compose`` is 600 and ``--whole`` the product's row, the intents' rows averaged,
+unless given; ``--whole embedded`` fits for the whole text embedded beside the intents, written
+to ``--folder DIR`` and measured with ``bench/ranking.py --ranker DIR --whole embedded``).
 
 Data: the ``train`` requests of ``data/natural``, each searched over its source's whole
 catalog: MetaTool's at most ``--max-train`` (an even stride) of those the packaged embedder did
@@ -71,6 +73,7 @@ from natural import ROOT, datasets, open_index
 from toolscout.ingest.jsonfile import CatalogFile
 from toolscout.models import Tool
 from toolscout.search.calibration import fit_logistic
+from toolscout.search.config import SearchConfig, WholeRequest
 from toolscout.search.rank import (
     CALIBRATION_INPUTS,
     FEATURES,
@@ -166,16 +169,19 @@ def collect(
 ) -> list[Searched]:
     """The legs of every request of one source's split, or of ``compose`` composed training
     requests (cached: features can change without searching again)."""
-    path = cache / f"{source}_{split}_{cap}{f'_c{compose}' if compose else ''}_{LEGS_VERSION}.pkl"
+    mean = "_mean" if WHOLE == "intents_mean" else ""
+    path = (
+        cache
+        / f"{source}_{split}_{cap}{f'_c{compose}' if compose else ''}{mean}_{LEGS_VERSION}.pkl"
+    )
     if path.is_file():
         with path.open("rb") as fh:
             cached: list[Searched] = pickle.load(fh)
         return cached
     ds = datasets(ROOT / "data" / "natural")[source]
     engine, _ = open_index(db_dir / f"{source}.db", ds.tools, source)
-    searcher = PeerSearcher(
-        engine.store, engine.embedder, replace(engine.searcher.config, learned_ranker=False)
-    )
+    config = replace(engine.searcher.config, learned_ranker=False, whole_request=WHOLE)
+    searcher = PeerSearcher(engine.store, engine.embedder, config)
     out = []
     asked = composed(source, cap, compose) if compose else requests(source, split, cap)
     for text, gold in asked:
@@ -199,6 +205,8 @@ def catalog(source: str) -> dict[str, Tool]:
 
 #: Extra feature groups (peer_view.py GROUPS) and each source's tool views, set by main().
 EXTRA: tuple[str, ...] = ()
+#: The whole request's row the legs are searched with (``--whole``), set by main().
+WHOLE: WholeRequest = SearchConfig().whole_request
 VIEWS: dict[str, ToolViews] = {}
 
 
@@ -346,18 +354,27 @@ def parse() -> argparse.Namespace:
     add("--cache", type=Path, default=ROOT / "bench" / "out" / "ranking" / "legs")
     add("--compose", type=int, default=600,
         help="two-part requests composed of training requests, per source")  # fmt: skip
+    add("--whole", choices=("embedded", "intents_mean"), default=WHOLE,
+        help="the whole request's row (default: SearchConfig.whole_request)")  # fmt: skip
     add("--extra", nargs="*", default=[], choices=list(GROUPS),
         help="extra feature groups (bench/fit/peer_view.py): second views of tools")  # fmt: skip
     args = parser.parse_args()
-    if args.extra and args.write and args.folder == parser.get_default("folder"):
+    packaged = args.write and args.folder == parser.get_default("folder")
+    if packaged and args.extra:
         parser.error("--extra: the product computes no extra features; write to --folder DIR")
+    if packaged and args.whole != WHOLE:
+        parser.error(
+            f"--whole {args.whole}: the product's whole-request row is {WHOLE} "
+            "(SearchConfig.whole_request); write to --folder DIR"
+        )
     return args
 
 
 def main() -> int:
     args = parse()
-    global EXTRA
+    global EXTRA, WHOLE
     EXTRA = tuple(args.extra)
+    WHOLE = args.whole
     t0 = time.perf_counter()
     caps = {"metatool": args.max_train}
     train_parts = {s: collect(s, "train", caps.get(s, 0), args.db_dir, args.cache) for s in SOURCES}
@@ -421,6 +438,7 @@ def write(
         "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
         "features": list(names()),
         "extra_groups": list(EXTRA),
+        "whole_request": WHOLE,
         "calibration": {
             "inputs": list(CALIBRATION_INPUTS),
             "coef": [round(v, 6) for v in calibration[:-1]],
@@ -432,6 +450,7 @@ def write(
             f"--leaves {args.leaves} --min-leaf {args.min_leaf} {flags} --fixed-rounds {best} "
             f"--calibrate-on {args.calibrate_on} --compose {args.compose}"
             f"{' --extra ' + ' '.join(EXTRA) if EXTRA else ''}"
+            f"{' --whole ' + WHOLE if WHOLE != 'embedded' else ''}"
             f": LightGBM {lgb.__version__} LambdaRank on "
             f"{requests} train requests of data/natural ({', '.join(SOURCES)}; MetaTool's "
             f"without those the embedder learned from), {best} rounds; logistic calibration on "

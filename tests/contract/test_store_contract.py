@@ -70,6 +70,18 @@ def test_light_reads_keep_every_field_but_the_schemas_and_the_full_content_hash(
     assert len({key for _, key in rows.values()}) == len(originals)
 
 
+def test_names_reads_each_tools_name_and_server_and_leaves_out_unknown_ids(
+    filled: Store,
+) -> None:
+    originals = {e.tool.id: e.tool for e in catalog()}
+    names = filled.tools.names([*originals, "nope"])
+    assert names == {tid: (t.name, t.server) for tid, t in originals.items()}
+    assert filled.tools.names([]) == {}
+    lone = entry("lone", "a tool of no server", unit(0, 1, 1))
+    filled.upsert([replace(lone, tool=replace(lone.tool, server=None))])
+    assert filled.tools.names(["lone"]) == {"lone": ("lone", None)}
+
+
 def test_upsert_replaces_an_existing_tool(filled: Store) -> None:
     filled.upsert([entry("files::read_file", "download remot blob", unit(0, 0, 0, 1))])
     assert filled.count() == 7

@@ -20,6 +20,7 @@ from toolscout.embed.local import (
     TOOL_MODEL_SHA256,
     check_sha256,
 )
+from toolscout.embed.onnx import balanced_halves
 from toolscout.engine import Engine
 from toolscout.errors import ConfigError, EmbedError
 from toolscout.ingest.jsonfile import CatalogFile
@@ -87,6 +88,18 @@ def test_a_requests_intents_shared_between_two_sessions_are_the_same_bytes() -> 
     alone = np.stack([model.embed_query([text])[0] for text in TEXTS])
     assert np.array_equal(model.embed_query(TEXTS), alone)
     assert model._query_helper is not None  # type: ignore[attr-defined]  # it took a share
+
+
+def test_a_request_and_its_intents_are_shared_in_halves_of_equal_length() -> None:
+    """The whole request (about as long as its intents together) goes to one session, the
+    intents to the other; every text once; the same bytes as each text embedded alone."""
+    assert balanced_halves([20, 31, 53]) == ([2], [1, 0])
+    assert balanced_halves([5, 5]) == ([0], [1])
+    assert balanced_halves([9, 1, 1, 1, 8]) == ([0, 2], [4, 1, 3])
+    model = open_embedder(DEFAULT_MODEL, threads=2)
+    texts = [*TEXTS[:2], f"{TEXTS[0]}. {TEXTS[1]}"]
+    alone = np.stack([model.embed_query([text])[0] for text in texts])
+    assert np.array_equal(model.embed_query(texts), alone)
 
 
 def test_a_damaged_model_file_is_refused_with_its_checksum(tmp_path: Path) -> None:

@@ -1,10 +1,12 @@
-"""The whole request as the learned ranker reads it: embedded beside the intents only when the
-ranker is on and the request has several, searched as one more row of the vector leg, and
-nothing of it made with the ranker off."""
+"""The whole request as the learned ranker reads it, made only when the ranker is on and the
+request has several intents: by default the intents' rows averaged (no embedding), or, with
+``whole_request = "embedded"``, its text embedded beside the intents; either way searched as
+one more row of the vector leg, and nothing of it made with the ranker off."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -13,6 +15,7 @@ from toolscout.config import Settings
 from toolscout.embed.base import Embedder, EmbedderWrapper, Vectors
 from toolscout.engine import Engine
 from toolscout.models import Loaded, Scored, SearchRequest, Strategy, Tool
+from toolscout.search.queryrows import intents_mean
 from toolscout.search.rank import FEATURES, Legs, features
 
 TWO_PARTS = "book a meeting with Ana on Friday and email her the agenda"
@@ -50,8 +53,19 @@ def _open(settings: Settings, ranker: bool) -> Engine:
 
 @pytest.fixture
 def ranked(settings: Settings) -> Iterator[Engine]:
+    """The ranker on, its whole-request row embedded beside the intents."""
     engine = _open(settings, True)
     assert engine.searcher.ranker is not None
+    engine.searcher.config = replace(engine.searcher.config, whole_request="embedded")
+    yield engine
+    engine.close()
+
+
+@pytest.fixture
+def averaged(settings: Settings) -> Iterator[Engine]:
+    """The ranker on as configured by default: the whole request's row averaged."""
+    engine = _open(settings, True)
+    assert engine.searcher.config.whole_request == "intents_mean"
     yield engine
     engine.close()
 
@@ -144,3 +158,20 @@ def test_whole_request_features_read_its_run() -> None:
     bare = features(Legs(run, run, run, 2, 10), ["a"], ["a"], {})
     names = ("whole_cosine", "whole_gap", "whole_z", "whole_rank")
     assert all(bare[0, col(n)] == 0.0 for n in names)
+
+
+def test_the_intents_mean_costs_no_embedding_and_has_its_own_run(averaged: Engine) -> None:
+    ranked = averaged
+    searcher = ranked.searcher
+    intents = searcher.intents(TWO_PARTS)
+    recorder = _recorded(ranked)
+    ranked.search(TWO_PARTS, limit=3)
+    ranked.find(SearchRequest(TWO_PARTS, strategy=Strategy.HIERARCHICAL, limit=3))
+    assert recorder.calls == [intents, intents]
+    legs, _ = searcher.legs(TWO_PARTS)
+    rows = searcher.embedder.embed_query(intents)
+    mean = intents_mean(rows, intents)
+    expected = rows[0] * len(intents[0]) + rows[1] * len(intents[1])
+    assert mean[0] == pytest.approx(expected / np.linalg.norm(expected), abs=1e-6)
+    alone = ranked.store.nearest_many(mean, limit=100)[0]
+    assert [h.id for h in legs.whole] == [h.id for h in alone]

@@ -254,13 +254,12 @@ class OnnxEmbedder:
         return self._embed(texts, self._query_session, self._query_batch)
 
     def _embed_split(self, texts: Sequence[str]) -> Vectors:
-        """Several texts of one request (its intents): the caller embeds half of them on the
-        query session while a helper thread embeds the other half on a second one-thread
-        session. Each text still goes through the same graph alone on one thread: the same
-        bytes as one after the other."""
+        """Several texts of one request (its intents, and the whole request when the learned
+        ranker reads it): the caller embeds some on the query session while a helper thread
+        embeds the rest on a second one-thread session. Each text still goes through the same
+        graph alone on one thread: the same bytes as one after the other."""
         helper = self._helper()
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        mine, theirs = order[0::2], order[1::2]
+        mine, theirs = balanced_halves([len(t) for t in texts])
         pending = helper.pool.submit(self._embed, [texts[i] for i in theirs], helper.sessions[0], 1)
         rows = self._embed([texts[i] for i in mine], self._query_session, 1)
         out = np.zeros((len(texts), rows.shape[1]), dtype=np.float32)
@@ -285,6 +284,20 @@ class OnnxEmbedder:
         out = np.zeros_like(stacked)
         out[order] = stacked
         return out
+
+
+def balanced_halves(sizes: Sequence[int]) -> tuple[list[int], list[int]]:
+    """Two shares of texts (indexes) of about equal work: the longest first, each to the
+    lighter share (the caller's on a tie). A text's cost grows with its length, and a request
+    embedded with its whole text holds one text about as long as all the others together: that
+    one goes to one session, its intents to the other."""
+    shares: tuple[list[int], list[int]] = ([], [])
+    loads = [0, 0]
+    for i in sorted(range(len(sizes)), key=lambda i: (-sizes[i], i)):
+        side = 0 if loads[0] <= loads[1] else 1
+        shares[side].append(i)
+        loads[side] += sizes[i]
+    return shares
 
 
 def load_folder(path: str, threads: int) -> OnnxEmbedder:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 Fusion = Literal["adaptive", "rrf", "score"]
+WholeRequest = Literal["embedded", "intents_mean"]
 
 #: name, actions, enhanced, keywords, use_cases, domain, description, params
 DEFAULT_FIELD_WEIGHTS: tuple[float, ...] = (3.0, 2.5, 2.0, 2.0, 1.5, 1.5, 1.0, 1.0)
@@ -42,9 +43,15 @@ class SearchConfig:
     #: Re-score the first ``candidates`` fused hits of a hybrid search with the learned ranker
     #: (search/rank.py); off: the hand-set fusion's order stands. Off by default: measured with
     #: bench/ranking.py it is significantly worse than the fusion on no dev set and 0.2 points
-    #: of hit@3 better on average, but it costs about 4 ms more per short search and 15 ms per
-    #: long one at 100k tools (docs/BENCHMARKS.md §16).
+    #: of hit@3 better on average, but at 100k tools it has cost more than the latency targets
+    #: allow, on long requests mostly the whole request's embedding (docs/BENCHMARKS.md §16).
     learned_ranker: bool = False
+    #: Where the learned ranker's row for the whole of a request of several intents comes from:
+    #: ``intents_mean``, the intents' rows averaged by their lengths and normalised (what the
+    #: packaged ranker learned from: no embedding beside the intents); ``embedded``, its text
+    #: embedded beside its intents (a ranker must be fitted for the row it reads:
+    #: bench/fit/ranker.py ``--whole``; docs/benchmarks/ranking.md).
+    whole_request: WholeRequest = "intents_mean"
     #: Run the lexical and the vector leg at the same time on stores that gain from it (a
     #: search then costs about its slower leg: on PostgreSQL both legs run on the server,
     #: each on its own connection); on the others, run the lexical leg while the request is

@@ -16,22 +16,23 @@ fixes both:
   and each intent is also fused on its own, so the best tool for *one* intent ranks as high as
   the best tool for the whole request ("book a meeting *and email her the agenda*").
 
-With ``learned_ranker`` on (opt-in), a learned model re-orders the first fused
-candidates and its probabilities are the scores (``search/rank.py``). It also reads the cosine
-of the *whole* request embedded as one text: for a request of several intents that text is
-embedded in the same call as the intents and gets its own row of the vector leg's
-``nearest_many``; a request of one intent is that text already. With the ranker off, neither is
-made, and scores come from ``search/calibration.py``: a hit's score is the probability that
-the tool serves the request, comparable across requests. Either way, a request that no indexed
-tool is likely to serve (judged from the legs before fusion: the vector leg's closest tool, the
-catalog's size) is a ``no_match``.
+With ``learned_ranker`` on (opt-in), a learned model re-orders the first fused candidates and
+its probabilities are the scores (``search/rank.py``; its candidates' names and servers come
+from ``search/candidates.py``). It also reads the cosine of the *whole* request embedded as one
+text: for a request of several intents that text is embedded in the same call as the intents
+(or, with ``whole_request = "intents_mean"``, their rows are averaged) and gets its own row of
+the vector leg's ``nearest_many``; a request of one intent is that text already. With the ranker
+off, neither is made, and scores come from ``search/calibration.py``: a hit's score is the
+probability that the tool serves the request, comparable across requests. Either way, a request
+that no indexed tool is likely to serve (judged from the legs before fusion: the vector leg's
+closest tool, the catalog's size) is a ``no_match``.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -42,12 +43,14 @@ from toolscout.errors import ConfigError, QueryError
 from toolscout.models import Filters, Ranked, Scored, SearchMode
 from toolscout.search.boost import Boost
 from toolscout.search.calibration import Calibration, Evidence, load_calibration, scored_hits
+from toolscout.search.candidates import CandidateCache, exact_name_first
 from toolscout.search.config import SearchConfig
 from toolscout.search.fusion import best_of_intents, fuse_legs, intent_owners, spread_intents
 from toolscout.search.intents import split_intents
-from toolscout.search.rank import Legs, Ranker, features, load_ranker, rerank
+from toolscout.search.queryrows import QueryRows, intents_mean, stacked, whole_run_of
+from toolscout.search.rank import Legs, Ranker, candidate_rows, load_ranker, rerank
 from toolscout.search.request import check_query
-from toolscout.search.text import identifier_key, query_tokens
+from toolscout.search.text import query_tokens
 from toolscout.store.base import IndexState, Store
 
 log = logging.getLogger("toolscout.search")
@@ -58,10 +61,6 @@ MAX_ROWS = 8
 _WARNED: set[str] = set()
 #: Threads shared by all searches of one searcher for the legs they run beside the caller.
 LEG_THREADS = 8
-
-#: A request's intents' rows, and the whole request's row when it was embedded apart from them
-#: (several intents and the learned ranker on; else None).
-QueryRows = tuple[NDArray[np.float32], NDArray[np.float32] | None]
 
 
 class HybridSearcher:
@@ -102,6 +101,8 @@ class HybridSearcher:
                 if str(exc) not in _WARNED:
                     _WARNED.add(str(exc))
                     log.warning("learned ranker off: %s", exc)
+        #: The ranker's view of its candidates (names' tokens, servers), per index version.
+        self.seen = CandidateCache(store.tools)
         # The lexical legs that run beside the caller's vector leg (see _lexical_beside).
         self._legs: ThreadPoolExecutor | None = ThreadPoolExecutor(
             max_workers=LEG_THREADS, thread_name_prefix="toolscout-leg"
@@ -144,6 +145,9 @@ class HybridSearcher:
         intents = self.intents(query)
         if not whole or len(intents) < 2:
             return self.embedder.embed_query(intents), None
+        if self.config.whole_request == "intents_mean":
+            rows = self.embedder.embed_query(intents)
+            return rows, intents_mean(rows, intents)
         rows = self.embedder.embed_query([*intents, query.strip()])
         return rows[:-1], rows[-1:]
 
@@ -253,7 +257,7 @@ class HybridSearcher:
             rows = self._query_rows(text, brought, whole, timings)
             embedded.append(rows[0])
             t0 = time.perf_counter()
-            found = self.store.nearest_many(_stacked(rows), limit=n, filters=filters, state=state)
+            found = self.store.nearest_many(stacked(rows), limit=n, filters=filters, state=state)
             timings["vector_ms"] = (time.perf_counter() - t0) * 1000
             if rows[1] is not None:
                 whole_run.append(found.pop())
@@ -274,8 +278,10 @@ class HybridSearcher:
         chances: dict[str, float] | None = None
         if ranker is not None and fused:
             t0 = time.perf_counter()
-            legs = Legs(lexical, vector, fused, len(runs), state.tools, _whole(runs, whole_run))
-            fused, chances = self._rerank(ranker, legs, tokens)
+            legs = Legs(
+                lexical, vector, fused, len(runs), state.tools, whole_run_of(runs, whole_run)
+            )
+            fused, chances = self._rerank(ranker, legs, tokens, state.version)
             timings["rerank_ms"] = (time.perf_counter() - t0) * 1000
         if self.boost is not None and embedded:
             fused = self.boost.apply(embedded[0], fused, state.version)
@@ -331,6 +337,8 @@ class HybridSearcher:
         caller brought the intents' rows)."""
         rows, extra = given if given is not None else self._embed_timed(text, timings, whole)
         if whole and extra is None and rows.shape[0] > 1:
+            if self.config.whole_request == "intents_mean":
+                return rows, intents_mean(rows, self.intents(text))
             extra = self._embed_whole(text, timings)
         return rows, extra
 
@@ -361,25 +369,26 @@ class HybridSearcher:
         tools = state.tools
         lexical = self._lexical(tokens, n, n, None, state)
         rows = self.embed_request(text, True)
-        runs = self.store.nearest_many(_stacked(rows), limit=n, state=state)
+        runs = self.store.nearest_many(stacked(rows), limit=n, state=state)
         own = runs.pop() if rows[1] is not None else runs[0]
         vector = best_of_intents(runs, n)
         fused = fuse_legs(self.config, SearchMode.HYBRID, tokens, lexical, vector, tools)
         return Legs(lexical, vector, fused, len(runs), tools, own), tokens
 
     def candidate_features(
-        self, legs: Legs, tokens: list[str]
+        self, legs: Legs, tokens: list[str], version: Hashable | None = None
     ) -> tuple[list[str], NDArray[np.float64]]:
         """The candidates the ranker re-scores (the first ``candidates`` fused hits) and their
-        feature rows (search/rank.py); the fit script reads the same rows."""
+        feature rows (search/rank.py), at the index's data ``version`` (None: read from the
+        store); the fit script reads the same rows."""
         ids = [h.id for h in legs.fused[: self.config.candidates]]
-        # Names and servers only: no schema is read (nor fails to decode) for ranking.
-        return ids, features(legs, ids, tokens, self.store.tools.get_light(ids))
+        # Names and servers only, remembered per version: the trees cost less than a read.
+        return ids, candidate_rows(legs, ids, tokens, self.seen.get(ids, version))
 
     def _rerank(
-        self, ranker: Ranker, legs: Legs, tokens: list[str]
+        self, ranker: Ranker, legs: Legs, tokens: list[str], version: Hashable | None
     ) -> tuple[list[Scored], dict[str, float]]:
-        ids, x = self.candidate_features(legs, tokens)
+        ids, x = self.candidate_features(legs, tokens, version)
         return rerank(ranker, legs, ids, x)
 
     def _lexical(
@@ -394,29 +403,7 @@ class HybridSearcher:
         )
 
     def _boost_exact_name(self, text: str, fused: list[Scored]) -> list[Scored]:
-        """A query that *is* a tool's name (any spelling: ``create-issue``, ``createIssue``)
-        puts the tools with that name first."""
-        if not self.config.exact_name_boost or " " in text or len(text) > 200:
+        """A query that *is* a tool's name puts the tools with that name first (when on)."""
+        if not self.config.exact_name_boost:
             return fused
-        key = identifier_key(text)
-        if not key:
-            return fused
-        head = fused[:20]
-        tools = self.store.tools.get_light([h.id for h in head])
-        exact = [h.id for h in head if h.id in tools and identifier_key(tools[h.id].name) == key]
-        if not exact:
-            return fused
-        first = set(exact)
-        return [Scored(i, 1.0) for i in exact] + [h for h in fused if h.id not in first]
-
-
-def _whole(runs: list[list[Scored]], apart: list[list[Scored]]) -> list[Scored]:
-    """The whole request's run: the one searched apart, else a single intent's run."""
-    if apart:
-        return apart[0]
-    return runs[0] if len(runs) == 1 else []
-
-
-def _stacked(rows: QueryRows) -> NDArray[np.float32]:
-    """The intents' rows, then the whole request's when it has one of its own."""
-    return rows[0] if rows[1] is None else np.vstack([rows[0], rows[1]])
+        return exact_name_first(self.store.tools, text, fused)

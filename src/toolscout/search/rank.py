@@ -4,10 +4,11 @@ A LightGBM LambdaRank model over per-(request, candidate) features (:data:`FEATU
 candidate's cosine to the request and where it stands among the vector leg's candidates (gap to
 the best, z-score, rank), its BM25 score in IDF units, relative to the best and its rank, the
 hand-set fusion's score and rank, the legs' reciprocal ranks summed as RRF does, how much of
-its name the request says, and its cosine to the *whole* request embedded as one text (the
-vector leg embeds each intent of a request apart and keeps a tool's best, which costs requests
-that spread one need over several sentences) with its gap, z-score and rank in that text's own
-run of nearest tools; plus request-level context (intents, catalog size, the best cosine and
+its name the request says, and its cosine to the *whole* request (the vector leg embeds each
+intent of a request apart and keeps a tool's best, which costs requests that spread one need
+over several sentences): by default the intents' rows averaged by length, no embedding
+(``SearchConfig.whole_request``), with its gap, z-score and rank in that row's own run of
+nearest tools; plus request-level context (intents, catalog size, the best cosine and
 BM25 evidence). Gradient-boosted trees were chosen over a linear
 model because the legs' value depends on context (BM25 counts when the request restates rare
 words, not when it shares one stray term), which trees learn without hand-made interactions;
@@ -17,13 +18,13 @@ it from learning to punish a candidate for more evidence.
 The model is LightGBM's own text dump (``ranker.txt``), evaluated with numpy
 (search/forest.py), so serving needs no LightGBM. It is off by default
 (``SearchConfig.learned_ranker``): on no dev set is it significantly worse than the hand-set
-fusion and on average a little better, but it costs a search several milliseconds at 100k tools
-(docs/benchmarks/ranking.md). ``ranker.json`` beside it
+fusion and on average a little better, but its cost at 100k tools is measured against the
+latency targets before it is (docs/benchmarks/ranking.md). ``ranker.json`` beside it
 records the file's sha256 (checked at load), the feature names, the command that fitted it,
 and a logistic calibration of the ranker's output and its context (:data:`CALIBRATION_INPUTS`).
 The score map that replaces that logistic one when it was fitted for these trees
 (search/rankcal.py, ``rankcal.json``) gives the probability that the candidate is a right tool.
-Refit with ``python bench/fit/ranker.py --write --fixed-rounds 262``, then
+Refit with ``python bench/fit/ranker.py --write --fixed-rounds 148``, then
 ``python bench/fit/ranker_calibration.py --write``.
 """
 
@@ -35,7 +36,6 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -45,9 +45,9 @@ from numpy.typing import NDArray
 
 from toolscout.errors import ConfigError
 from toolscout.models import Scored, Tool
+from toolscout.search.candidates import Candidate, candidate, missing
 from toolscout.search.forest import Forest, parse_lightgbm
 from toolscout.search.rankcal import RankCalibration, load_rank_calibration
-from toolscout.search.text import analyze
 
 MODEL_FILE = "ranker.txt"
 META_FILE = "ranker.json"
@@ -98,7 +98,7 @@ RRF_K = 60.0
 @dataclass(frozen=True)
 class Legs:
     """What one hybrid search's legs returned, best first. ``whole``: the nearest tools to the
-    whole request embedded as one text (for a request of one intent, the vector leg's run)."""
+    whole request's row (for a request of one intent, the vector leg's run)."""
 
     lexical: Sequence[Scored]
     vector: Sequence[Scored]
@@ -113,6 +113,18 @@ def features(
 ) -> NDArray[np.float64]:
     """One row of :data:`FEATURES` per candidate. ``tokens``: the request's analysed tokens;
     ``tools``: the candidates' tools (a missing one counts as an empty tool)."""
+    seen = {
+        tid: candidate(tid, tools[tid].name, tools[tid].server) if tid in tools else missing(tid)
+        for tid in candidates
+    }
+    return candidate_rows(legs, candidates, tokens, seen)
+
+
+def candidate_rows(
+    legs: Legs, candidates: Sequence[str], tokens: Sequence[str], seen: Mapping[str, Candidate]
+) -> NDArray[np.float64]:
+    """:func:`features` from the ranker's view of each candidate (search/candidates.py), which
+    ``seen`` holds for every one of them."""
     idf = math.log(legs.tools + 1.0)
     crowd = np.array([h.score for h in legs.vector], dtype=np.float64)
     best_cos = float(crowd[0]) if crowd.size else 0.0
@@ -128,10 +140,8 @@ def features(
         float(np.median(crowd)) if crowd.size else 0.0,
         float(len(query)),
     ]
-    cos = _column(legs.vector, candidates, floor_cos)
-    cos_rank = _places(legs.vector, candidates)
-    lex = _column(legs.lexical, candidates, 0.0)
-    lex_rank = _places(legs.lexical, candidates)
+    cos, cos_rank = _lookup(legs.vector, candidates, floor_cos)
+    lex, lex_rank = _lookup(legs.lexical, candidates, 0.0)
     mu = float(crowd.mean()) if crowd.size else 0.0
     sd = float(crowd.std()) if crowd.size > 1 else 1.0
     rows[:, 6] = cos
@@ -141,10 +151,11 @@ def features(
     rows[:, 10] = lex / idf
     rows[:, 11] = lex / best_lex if best_lex > 0 else 0.0
     rows[:, 12] = np.log1p(lex_rank)
-    rows[:, 13] = _column(legs.fused, candidates, 0.0)
-    rows[:, 14] = np.log1p(_places(legs.fused, candidates))
-    rows[:, 15:17] = _name_columns(candidates, query, tools)
-    rows[:, 17:19] = _server_columns(legs.vector, candidates, cos, tools)
+    fused, fused_rank = _lookup(legs.fused, candidates, 0.0)
+    rows[:, 13] = fused
+    rows[:, 14] = np.log1p(fused_rank)
+    rows[:, 15:17] = _name_columns(candidates, query, seen)
+    rows[:, 17:19] = _server_columns(legs.vector, candidates, cos, seen)
     # Reciprocal ranks as RRF sums them: a tool the lexical leg did not return adds nothing.
     rrf = 1.0 / (RRF_K + cos_rank)
     rrf += np.where(lex_rank <= len(legs.lexical), 1.0 / (RRF_K + lex_rank), 0.0)
@@ -153,38 +164,29 @@ def features(
     return rows
 
 
-def _column(
+def _lookup(
     run: Sequence[Scored], candidates: Sequence[str], missing: float
-) -> NDArray[np.float64]:
-    """Each candidate's score in ``run`` (``missing`` when it is not there)."""
-    score = {h.id: h.score for h in run}
-    return np.array([score.get(t, missing) for t in candidates], dtype=np.float64)
-
-
-def _places(run: Sequence[Scored], candidates: Sequence[str]) -> NDArray[np.float64]:
-    """Each candidate's place in ``run`` from 1 (one past its end when it is not there)."""
-    place = {h.id: r for r, h in enumerate(run, 1)}
-    missing = len(run) + 1
-    return np.array([place.get(t, missing) for t in candidates], dtype=np.float64)
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Each candidate's score in ``run`` (``missing`` when it is not there) and its place from
+    1 (one past the run's end when it is not there)."""
+    at = {h.id: (r, h.score) for r, h in enumerate(run, 1)}
+    absent = (len(run) + 1, missing)
+    both = np.array([at.get(t, absent) for t in candidates], dtype=np.float64).reshape(-1, 2)
+    return both[:, 1], both[:, 0]
 
 
 def _name_columns(
-    candidates: Sequence[str], query: set[str], tools: Mapping[str, Tool]
+    candidates: Sequence[str], query: set[str], seen: Mapping[str, Candidate]
 ) -> NDArray[np.float64]:
     """How much of each candidate's name the request says, and how much of the request its
     name covers."""
     out = np.zeros((len(candidates), 2), dtype=np.float64)
     if not query:
         return out
-    shared: list[float] = []
-    sizes: list[float] = []
-    for tid in candidates:
-        tool = tools.get(tid)
-        name = _token_set(tool.name) if tool else frozenset()
-        shared.append(len(name & query))
-        sizes.append(len(name) or 1)
+    names = [seen[tid].name for tid in candidates]
+    shared = [len(name & query) for name in names]
     out[:, 0] = shared
-    out[:, 0] /= sizes
+    out[:, 0] /= [len(name) or 1 for name in names]
     out[:, 1] = shared
     out[:, 1] /= len(query)
     return out
@@ -194,22 +196,22 @@ def _server_columns(
     vector: Sequence[Scored],
     candidates: Sequence[str],
     cos: NDArray[np.float64],
-    tools: Mapping[str, Tool],
+    seen: Mapping[str, Candidate],
 ) -> NDArray[np.float64]:
     """A tool's server peers: the best cosine among them (a request for one API often fits
     several of its endpoints), as a gap to the vector leg's best, and their share of the
     vector leg's first ten."""
-    server = {tid: tools[tid].server or tid if tid in tools else tid for tid in candidates}
+    servers = [seen[tid].server for tid in candidates]
+    server = dict(zip(candidates, servers, strict=True))
     best: dict[str, float] = {}
-    for tid, c in zip(candidates, cos.tolist(), strict=True):
-        s = server[tid]
+    for s, c in zip(servers, cos.tolist(), strict=True):
         best[s] = max(best.get(s, -1.0), c)
     top = Counter(server.get(h.id, h.id) for h in vector[:10])
     size = max(1, min(10, len(vector)))
     best_cos = vector[0].score if vector else 0.0
     out = np.empty((len(candidates), 2), dtype=np.float64)
-    out[:, 0] = [best[server[t]] - best_cos for t in candidates]
-    out[:, 1] = [top[server[t]] / size for t in candidates]
+    out[:, 0] = [best[s] - best_cos for s in servers]
+    out[:, 1] = [top[s] / size for s in servers]
     return out
 
 
@@ -221,22 +223,13 @@ def _whole_columns(run: Sequence[Scored], candidates: Sequence[str]) -> NDArray[
     if not run:
         return out
     crowd = np.array([h.score for h in run], dtype=np.float64)
-    cos = {h.id: h.score for h in run}
-    place = {h.id: r for r, h in enumerate(run, 1)}
-    sims = np.array([cos.get(t, crowd[-1]) for t in candidates], dtype=np.float64)
-    rank = np.array([place.get(t, crowd.size + 1) for t in candidates], dtype=np.float64)
+    sims, rank = _lookup(run, candidates, float(crowd[-1]))
     sd = float(crowd.std()) if crowd.size > 1 else 1.0
     out[:, 0] = sims
     out[:, 1] = sims - crowd[0]
     out[:, 2] = (sims - crowd.mean()) / max(sd, 1e-6)
     out[:, 3] = np.log1p(rank)
     return out
-
-
-@lru_cache(maxsize=65536)
-def _token_set(name: str) -> frozenset[str]:
-    # Analysing a name costs more than the rest of its row; names repeat across requests.
-    return frozenset(analyze(name))
 
 
 #: The calibration's inputs per candidate: the ranker's output, its gap to the request's best,
@@ -315,9 +308,10 @@ def rerank(
     """The candidates ``ids`` (rows of ``x``) in the ranker's order (ties by id), then the rest
     of the fused run as it was; and each candidate's probability of being a right tool."""
     raw = ranker.scores(x)
-    chance = ranker.probabilities(raw, x)
-    order = sorted(range(len(ids)), key=lambda i: (-raw[i], ids[i]))
-    head = [Scored(ids[i], float(chance[i])) for i in order]
+    chance = ranker.probabilities(raw, x).tolist()
+    keys = [(-r, tid) for r, tid in zip(raw.tolist(), ids, strict=True)]
+    order = sorted(range(len(ids)), key=keys.__getitem__)
+    head = [Scored(ids[i], chance[i]) for i in order]
     return head + list(legs.fused[len(ids) :]), {h.id: h.score for h in head}
 
 

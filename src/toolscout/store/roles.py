@@ -52,6 +52,11 @@ class ToolReads(Protocol):
         """``get_light`` plus each tool's integer row key in the store (its ``db_id``)."""
         ...
 
+    def names(self, ids: Sequence[str]) -> dict[str, tuple[str, str | None]]:
+        """``{id: (name, server)}``: the narrow read the learned ranker makes of its
+        candidates (unknown ids are left out)."""
+        ...
+
     def schemas(self, ids: Sequence[str]) -> dict[str, JSON | None]:
         """Input schemas by tool id; a schema that cannot be decoded maps to None."""
         ...

@@ -1,5 +1,5 @@
 """Reads of tool rows shared by the SQL stores (``get``, ``get_many``, ``get_light``,
-``schemas``, ``hashes``, ``list_tools``, ``counts_by``)."""
+``names``, ``schemas``, ``hashes``, ``list_tools``, ``counts_by``)."""
 
 from __future__ import annotations
 
@@ -58,6 +58,11 @@ class ToolRows:
             str(r[0]): (row_to_light_tool(r), int(r[9]))  # type: ignore[call-overload]
             for r in self._by_ids(columns, ids)
         }
+
+    def names(self, ids: Sequence[str]) -> dict[str, tuple[str, str | None]]:
+        """Names and servers by tool id. Raises: StoreError."""
+        rows = self._by_ids("t.id, t.name, t.server", ids)
+        return {str(r[0]): (str(r[1]), None if r[2] is None else str(r[2])) for r in rows}
 
     def schemas(self, ids: Sequence[str]) -> dict[str, JSON | None]:
         """Input schemas by tool id. Raises: StoreError."""

@@ -1,0 +1,143 @@
+"""The learned ranker's view of its candidates, remembered per index version: the same answers,
+to the bit, as reading every candidate's light row from the store on every search, and no read
+once a version's candidates are known."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterator, Sequence
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+
+from toolscout.config import Settings
+from toolscout.engine import Engine
+from toolscout.eval.run import load_queries
+from toolscout.ingest.jsonfile import CatalogFile
+from toolscout.models import Loaded, Tool
+from toolscout.search.candidates import CandidateCache, candidate, missing
+from toolscout.search.hybrid import HybridSearcher
+from toolscout.search.rank import Legs, features
+from toolscout.store.roles import ToolReads
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+class LightRowSearcher(HybridSearcher):
+    """The ranker's features as they were built before the cache: every candidate's light row
+    read from the store, its name analysed, on every search."""
+
+    def candidate_features(
+        self, legs: Legs, tokens: list[str], version: Hashable | None = None
+    ) -> tuple[list[str], NDArray[np.float64]]:
+        ids = [h.id for h in legs.fused[: self.config.candidates]]
+        return ids, features(legs, ids, tokens, self.store.tools.get_light(ids))
+
+
+class CountingReads:
+    """A store's tool reads, counting the ids asked of ``names``."""
+
+    def __init__(self, inner: ToolReads) -> None:
+        self.inner = inner
+        self.asked: list[str] = []
+
+    def names(self, ids: Sequence[str]) -> dict[str, tuple[str, str | None]]:
+        self.asked.extend(ids)
+        return self.inner.names(ids)
+
+
+@pytest.fixture
+def ranked(settings: Settings) -> Iterator[Engine]:
+    starter = Path(str(resources.files("toolscout.data").joinpath("starter_catalog.json")))
+    engine = Engine.open(settings.model_copy(update={"learned_ranker": True}))
+    assert engine.searcher.ranker is not None
+    engine.index([CatalogFile(starter, source="builtin").read()])
+    yield engine
+    engine.close()
+
+
+def _requests() -> list[str]:
+    single = load_queries(DATA / "single_intent" / "queries.jsonl")[::4]
+    multi = load_queries(DATA / "multi_intent" / "queries.jsonl")[::6]
+    return [q.text for q in (*single, *multi)]
+
+
+def _answers(searcher: HybridSearcher, requests: list[str]) -> list[list[tuple[str, float]]]:
+    return [[(r.id, r.score) for r in searcher.search(q, limit=10)] for q in requests]
+
+
+def test_remembered_candidates_give_the_answers_of_reading_every_row(ranked: Engine) -> None:
+    searcher = ranked.searcher
+    before = LightRowSearcher(
+        ranked.store, searcher.embedder, searcher.config, ranker=searcher.ranker
+    )
+    requests = _requests()
+    assert any(len(searcher.intents(q)) > 1 for q in requests)
+    expected = _answers(before, requests)
+    cold = _answers(searcher, requests)
+    warm = _answers(searcher, requests)
+    assert cold == expected and warm == expected
+    before.close()
+
+
+def test_known_candidates_are_not_read_again_at_the_same_version(ranked: Engine) -> None:
+    store = ranked.store
+    reads = CountingReads(store.tools)
+    cache = CandidateCache(reads)  # type: ignore[arg-type]
+    tools = store.tools.list_tools(limit=20)
+    ids = [t.id for t in tools]
+    version = store.state().version
+    first = cache.get([*ids, "nope"], version)
+    assert reads.asked == [*ids, "nope"]
+    for tool in tools:
+        assert first[tool.id] == candidate(tool.id, tool.name, tool.server)
+    assert first["nope"] == missing("nope")
+    again = cache.get([*ids, "nope"], version)
+    # Only the id the store lacks is asked again.
+    assert again == first and reads.asked == [*ids, "nope", "nope"]
+
+
+def test_a_write_moves_the_version_and_the_new_name_counts(ranked: Engine) -> None:
+    searcher = ranked.searcher
+    reads = CountingReads(ranked.store.tools)
+    cache = CandidateCache(reads)  # type: ignore[arg-type]
+    request = "email the weekly report to the team"
+    ranked.index([Loaded("extra", [Tool("x.report", "post_note", "Send a message to a team")])])
+    before = ranked.store.state().version
+    server = ranked.store.tools.get("x.report").server
+    assert cache.get(["x.report"], before)["x.report"] == candidate("x.report", "post_note", server)
+    ranked.index([Loaded("extra", [Tool("x.report", "email_report", "Send a message to a team")])])
+    after = ranked.store.state().version
+    assert after != before
+    renamed = cache.get(["x.report"], after)["x.report"]
+    assert renamed == candidate("x.report", "email_report", server)
+    assert renamed.name != candidate("x.report", "post_note", server).name
+    assert reads.asked == ["x.report", "x.report"]
+    reference = LightRowSearcher(
+        ranked.store, searcher.embedder, searcher.config, ranker=searcher.ranker
+    )
+    assert _answers(searcher, [request]) == _answers(reference, [request])
+    reference.close()
+
+
+def test_a_store_that_cannot_tell_its_version_is_read_every_time(ranked: Engine) -> None:
+    reads = CountingReads(ranked.store.tools)
+    cache = CandidateCache(reads)  # type: ignore[arg-type]
+    ids = [t.id for t in ranked.store.tools.list_tools(limit=3)]
+    assert cache.get(ids, None) == cache.get(ids, None)
+    assert reads.asked == ids + ids
+
+
+def test_the_cache_keeps_at_most_its_size_newest_first(ranked: Engine) -> None:
+    reads = CountingReads(ranked.store.tools)
+    cache = CandidateCache(reads, size=5)  # type: ignore[arg-type]
+    ids = [t.id for t in ranked.store.tools.list_tools(limit=12)]
+    version = ranked.store.state().version
+    cache.get(ids, version)
+    reads.asked.clear()
+    cache.get(ids[-5:], version)
+    assert reads.asked == []
+    cache.get(ids[:2], version)
+    assert reads.asked == ids[:2]
