@@ -78,7 +78,9 @@ def test_a_start_that_never_answers_fails_at_its_timeout_and_its_server_is_kille
 
     elapsed = anyio.run(main)
     print(f"start timeout 1.5 s: the call failed after {elapsed:.2f} s")
-    assert 1.0 <= elapsed <= 2.0, elapsed  # the server's shutdown is not the caller's wait
+    # The server ignores SIGTERM, so its shutdown takes the SDK's graces (end of input, 2 s,
+    # SIGTERM, then SIGKILL): a caller waiting for it would wait 1.5 + 2 s at the least.
+    assert 1.0 <= elapsed < 3.0, elapsed  # the server's shutdown is not the caller's wait
     assert not alive(int(pid_file.read_text()))
 
 
