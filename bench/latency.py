@@ -29,7 +29,9 @@ half as many long ones as above (a serving process runs one pair, where the inte
 share one process, its caches and its garbage collector among every pair). ``--sizes 1000000``
 builds the 1M catalog the same way (variant vectors); expect a long build. ``--keep DIR`` keeps
 each size's index in ``DIR/<size>`` and reuses it on the next run (the catalog is written once;
-the shard is reopened, the posting index loaded), for repeated runs and profiling.
+the shard is reopened, the posting index loaded), for repeated runs and profiling;
+``--build-only`` stops once the index is built (or reopened) and reports its sizes, so a 1M
+index can be built on a busy machine and timed later on a quiet one.
 """
 
 from __future__ import annotations
