@@ -161,7 +161,9 @@ class EdgeIndex:
                 points = [
                     qe.Point(
                         r.rowid,
-                        r.vector,
+                        # The binding reads any float sequence (its stub names lists only): no
+                        # Python list of 384 floats per point.
+                        r.vector,  # type: ignore[arg-type]
                         {
                             "tool_id": r.tool_id,
                             **({"server": r.server} if r.server is not None else {}),
