@@ -286,6 +286,7 @@ def latency(target: int = 10000, runs: int = 300, kind: str = "long") -> None:
         "hierarchical": {"strategy": "hierarchical"},
         "hierarchical, three skills": {
             "strategy": "hierarchical", "skill_limit": 3, "skill_coverage": 1.0,
+            "skill_threshold": 0.4,
         },
         "direct": {"strategy": "direct"},
     }  # fmt: skip

@@ -24,10 +24,10 @@
    row per prefix of its skills in score order (the first 1..12), label: the prefix holds a gold
    tool's skill; a plain logistic fit, so its output is the probability that a hierarchical
    search's matched skills hold the request's tool. A grid over the request's
-   ``skill_coverage`` and ``skill_limit`` on the dev sets (routing, skills matched, share of the
-   catalog the matched skills hold) is printed; the defaults (0.98, 10) were chosen from it by
-   hand: the lowest coverage that routes at least 95 % on four of the five dev sets, the matched
-   skills holding about as much of the catalog as the previous rule's three skills.
+   ``skill_coverage``, ``skill_limit`` and ``skill_threshold`` on the dev sets (routing, skills
+   matched, share of the catalog the matched skills hold) is printed; the defaults (0.99, 10,
+   0.1) were chosen from it by hand: the lowest coverage, then the highest threshold, that
+   routes at least 95 % on every dev set.
 6. Report per dev set, for the choice: routing share, skills matched, how often
    ``hierarchical`` fell back, and hierarchical against direct hit@3 (limit 10). ``tooleyes_dev``
    (--unseen) is reported only; nothing is chosen on it.
@@ -72,7 +72,8 @@ FLOORS = (0.15, 0.1, 0.05)
 THRESHOLD, LIMIT = 0.4, 3  # the rule stage 1 is chosen on (the previous default)
 DEFAULTS = SearchRequest("x")  # the served rule: skill_coverage, skill_limit, skill_threshold
 COVERAGE_DEPTH = 12  # prefixes per training request for the coverage fit
-GRID = [(c, t) for c in (6, 8, 10) for t in (0.95, 0.97, 0.98, 0.99)]
+#: (skill_limit, skill_coverage, skill_threshold) cells of the printed grid.
+GRID = [(c, t, s) for c in (8, 10) for t in (0.98, 0.985, 0.99, 0.995) for s in (0.4, 0.2, 0.1)]
 TARGET = ROOT / "src" / "toolscout" / "search" / CALIBRATION_FILE
 Pairs = list[tuple[str, tuple[str, ...]]]
 
@@ -303,11 +304,15 @@ def print_grid(stage1: Logistic, coverage: Logistic, rows: Floor) -> None:
     ``GRID`` (means over the dev sets; the lowest set's routing)."""
     print("| rule | routed (mean) | routed (lowest set) | sets ≥ 95 % | skills matched | "
           "catalog share |\n|---|---|---|---|---|---|")  # fmt: skip
-    rules = [("three skills (previous)", None, LIMIT, 1.0)]
-    rules += [(f"skill_limit {c}, skill_coverage {t:g}", coverage, c, t) for c, t in GRID]
-    for label, model, limit, target in rules:
+    rules = [("three skills (previous)", None, LIMIT, 1.0, THRESHOLD)]
+    rules += [
+        (f"skill_limit {c}, skill_coverage {t:g}, skill_threshold {s:g}", coverage, c, t, s)
+        for c, t, s in GRID
+    ]
+    for label, model, limit, target, threshold in rules:
         runs = {
-            n: routing(stage1, r, model, limit=limit, target=target) for n, r in rows.dev.items()
+            n: routing(stage1, r, model, limit=limit, target=target, threshold=threshold)
+            for n, r in rows.dev.items()
         }
         share = [float(np.mean([rows.shares[n](c) for c in run.chosen])) for n, run in runs.items()]
         routed_ = [run.share for run in runs.values()]

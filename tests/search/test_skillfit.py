@@ -111,17 +111,39 @@ def test_coverage_counts_each_near_tool_from_the_first_skill_that_holds_it() -> 
     members = {"t1": [("a", 0.9), ("c", 0.3)], "t2": [("b", 0.9)], "t3": [("a", 0.5)]}
     rows = coverage_features(scores, order, neighbours, members, {"a": 0, "b": 1, "c": 2}, 0.05)
     assert rows.shape == (3, len(COVERAGE_FEATURES))
-    share, following, mass, log_k = rows.T
+    share, following, mass, log_k, top = rows.T
     assert list(share) == pytest.approx([0.9 / 1.7, 1.5 / 1.7, 1.0])
     assert list(following) == pytest.approx([0.6, 0.2, 0.0])
     # t2 enters with b, t1 with c (its first skill in score order), t3 (far: ~0) with a.
     assert mass[0] == pytest.approx(0.5, abs=1e-6) and mass[1] == pytest.approx(1.0, abs=1e-6)
     assert mass[2] == pytest.approx(1.0)
     assert list(log_k) == pytest.approx([0.0, np.log(2), np.log(3)])
+    assert list(top) == pytest.approx([0.8, 0.8, 0.8])
     fit = packaged_skill_fit()
     assert fit.coverage is not None
     covered = fit.coverage(rows)
     assert covered[0] < covered[1] <= covered[2]
+
+
+def test_a_request_close_to_no_tool_needs_more_skills_for_the_same_coverage() -> None:
+    # The same skills, scores and neighbours' skills; only how close the nearest tools are
+    # differs. A request far from every tool (a short, conversational one) is less surely
+    # held by its first skills, so stage 1 goes on to further skills.
+    scores = np.array([0.9, 0.6, 0.3, 0.2])
+    order = np.array([0, 1, 2, 3])
+    members = {"t1": [("a", 0.9)], "t2": [("a", 0.8)], "t3": [("b", 0.7)]}
+    position = {"a": 0, "b": 1, "c": 2, "d": 3}
+    fit = packaged_skill_fit()
+    model = fit.coverage
+    assert model is not None
+
+    def needed(shift: float) -> int:
+        near = [("t1", 0.8 - shift), ("t2", 0.78 - shift), ("t3", 0.7 - shift)]
+        rows = coverage_features(scores, order, near, members, position, fit.temperature)
+        return matched_count(scores, model(rows), limit=4, threshold=0.1, coverage=0.99)
+
+    close, far = needed(0.0), needed(0.4)
+    assert 1 <= close < far
 
 
 def test_matched_count_stops_at_the_first_prefix_reaching_the_coverage() -> None:

@@ -51,9 +51,9 @@ class SearchRequest(_Request):
     item_type: ItemType | None = None
     limit: int = Field(default=5, ge=1, le=50)
     skill_limit: int = Field(default=10, ge=1, le=20, description="Most skills stage 1 matches.")
-    skill_threshold: float = Field(default=0.4, ge=0.0, le=1.0)
+    skill_threshold: float = Field(default=0.1, ge=0.0, le=1.0)
     skill_coverage: float = Field(
-        default=0.98,
+        default=0.99,
         ge=0.0,
         le=1.0,
         description="Stage 1 adds skills until they hold the tool with this probability.",

@@ -303,10 +303,10 @@ def find(
     strategy: Annotated[str, typer.Option(help="hierarchical, direct or hybrid.")] = "hierarchical",
     limit: Annotated[int, typer.Option()] = 5,
     skill_limit: Annotated[int, typer.Option()] = 10,
-    skill_threshold: Annotated[float, typer.Option()] = 0.4,
+    skill_threshold: Annotated[float, typer.Option()] = 0.1,
     skill_coverage: Annotated[
         float, typer.Option(help="Add skills until they hold the tool with this probability.")
-    ] = 0.98,
+    ] = 0.99,
     tool_threshold: Annotated[float, typer.Option()] = 0.0,
     item_type: Annotated[ItemType | None, typer.Option(help="tool, prompt or resource.")] = None,
     schemas: Annotated[bool, typer.Option("--schemas", help="Include input schemas.")] = False,

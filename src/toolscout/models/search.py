@@ -96,7 +96,7 @@ class SearchRequest:
     item_type: ItemType | None = None
     limit: int = 5
     skill_limit: int = 10
-    skill_threshold: float = 0.4
+    skill_threshold: float = 0.1
     tool_threshold: float = 0.0
     include_schemas: bool = False
     strategy: Strategy = Strategy.DIRECT
@@ -105,7 +105,7 @@ class SearchRequest:
     servers: tuple[str, ...] | None = None
     sources: tuple[str, ...] | None = None
     tool_ids: tuple[str, ...] | None = None
-    skill_coverage: float = 0.98
+    skill_coverage: float = 0.99
 
 
 @dataclass(frozen=True)

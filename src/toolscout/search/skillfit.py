@@ -21,7 +21,9 @@ Both maps are logistic models over features of cosine similarities:
 * **coverage** (``search/skillstage.py``): the probability that the first ``k`` skills in
   stage-1 order hold the request's tool - ``share`` (their share of the summed stage-1 scores),
   ``next`` (the score of skill ``k + 1``), ``mass`` (the share of the request's nearest tools,
-  weighted ``softmax(cosine / temperature)``, that belong to one of them) and ``log_k``.
+  weighted ``softmax(cosine / temperature)``, that belong to one of them), ``log_k`` and
+  ``top`` (the request's cosine to its nearest tool: a request close to no tool, often a short
+  conversational one, is one whose neighbours say less about where its tool is filed).
   Stage 1 adds skills in score order until this reaches the request's ``skill_coverage``.
 
 **Another model.** Cosines of another embedding model mean something else, and the labelled
@@ -58,7 +60,7 @@ log = logging.getLogger("toolscout.skills")
 
 STAGE1_FEATURES = ("sim", "margin", "near", "near_gap", "votes")
 CLASSIFIER_FEATURES = ("sim", "margin")
-COVERAGE_FEATURES = ("share", "next", "mass", "log_k")
+COVERAGE_FEATURES = ("share", "next", "mass", "log_k", "top")
 #: Softmax temperature over the nearest tools' cosines for the coverage model's ``mass``.
 COVERAGE_TEMPERATURE = 0.05
 REFIT = "python bench/fit/skill_scores.py --write"

@@ -74,7 +74,7 @@ def coverage_features(
     temperature: float,
 ) -> NDArray[np.float64]:
     """One row of ``skillfit.COVERAGE_FEATURES`` per prefix of ``order`` (the skills' rows,
-    best first): row ``k - 1`` describes its first ``k`` skills."""
+    best first): row ``k - 1`` describes its first ``k`` skills; ``neighbours`` best first."""
     n = len(order)
     ranked = scores[order]
     total = float(ranked.sum())
@@ -94,7 +94,10 @@ def coverage_features(
                 entered[int(place[rows].min())] += weight
     mass = np.cumsum(entered)
     log_k = np.log(np.arange(1, n + 1, dtype=np.float64))
-    return np.stack([share, following, mass, log_k], axis=1)
+    # How close the request comes to any tool at all: a request far from everything (a short,
+    # conversational one) is one whose nearest tools' skills say less, so it needs more skills.
+    top = np.full(n, neighbours[0][1] if neighbours else 0.0, dtype=np.float64)
+    return np.stack([share, following, mass, log_k, top], axis=1)
 
 
 def matched_count(

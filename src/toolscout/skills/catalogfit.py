@@ -64,7 +64,7 @@ COVERAGE_DEPTH = 12
 #: The catalog may grow or shrink by this factor before its fit is redone.
 GROWTH = 2.0
 #: Part of what a fit was fitted on: a change to this recipe refits every index once.
-RECIPE = 1
+RECIPE = 2
 _CHUNK = 64
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
