@@ -3,6 +3,7 @@ on a scale catalog.
 
     PYTHONPATH=src python bench/ann_recall.py sets [--sets NAME ...] [--ef 64 128 200]
     PYTHONPATH=src python bench/ann_recall.py scale --size 100000 [--queries 600] [--ef ...]
+                                                    [--keep DIR]
 
 ``sets``: each shared set's tools are indexed as the product indexes them (offline enrichment,
 the default model, vectors from the cache) in a store whose HNSW leg answers from the first
@@ -26,6 +27,7 @@ index. No timing: these figures do not depend on load.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
 import sys
@@ -52,12 +54,14 @@ PARAPHRASES = Path(__file__).resolve().parents[1] / "tests/data/livemcp_paraphra
 SETS = ("livemcpbench", "toolbench_stable", "seal_tools", "tooleyes_dev")
 DEPTH = 100
 FORCED = {"full_scan_kb": 1, "indexing_kb": 1}
+#: Queries searched exactly at once.
+EXACT_STEP = 50
 
 
-def _open(tmp: str) -> Engine:
+def _open(tmp: str, name: str = "r.db") -> Engine:
     return Engine.open(
         Settings(
-            db=f"sqlite:///{tmp}/r.db?ann_min_tools=0",
+            db=f"sqlite:///{tmp}/{name}?ann_min_tools=0",
             cache_dir=CACHE,
             query_cache_size=0,
             result_cache_size=0,
@@ -101,7 +105,11 @@ def _measure(store: SQLiteStore, vectors: NDArray[np.float32], efs: list[int]) -
     index = store.ann.current()
     assert index is not None, "the HNSW leg is not answering"
     points, indexed = index.counts()
-    exact = store.vector_leg.nearest_many(vectors, limit=DEPTH)
+    exact = [  # in steps: the score matrix of every query at once would be GBs at 1M tools
+        run
+        for start in range(0, len(vectors), EXACT_STEP)
+        for run in store.vector_leg.nearest_many(vectors[start : start + EXACT_STEP], limit=DEPTH)
+    ]
     filters = _skill_filters(store, exact)
     exact_f = [
         store.vector_leg.nearest_many(v[None, :], limit=DEPTH, filters=f)[0]
@@ -174,15 +182,25 @@ def sets_bench(
     return results
 
 
-def scale_bench(size: int, efs: list[int], limit: int) -> dict[str, Any]:
-    from latency import build_index
+def scale_bench(size: int, efs: list[int], limit: int, keep: Path | None) -> dict[str, Any]:
+    """``keep``: the index ``bench/latency.py search --keep`` keeps (``KEEP/<size>``), reused
+    when complete, else built there."""
+    from latency import KEPT, build_index
 
-    with tempfile.TemporaryDirectory() as tmp:
-        engine = _open(tmp)
+    with contextlib.ExitStack() as stack:
+        if keep is None:
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        else:
+            folder = keep / str(size)
+            folder.mkdir(parents=True, exist_ok=True)
+        engine = _open(str(folder), "l.db" if keep is not None else "r.db")
         store = engine.store
         assert isinstance(store, SQLiteStore)
         store.ann.min_tools = 10**9  # the exact leg while the catalog is written
-        build_index(engine, size)
+        if not (folder / KEPT).is_file():
+            build_index(engine, size)
+            if keep is not None:
+                (folder / KEPT).write_text(str(size))
         store.ann.min_tools = 0
         store.ann.reset()
         store.ann.current()
@@ -210,11 +228,12 @@ def main() -> int:
     c.add_argument("--size", type=int, default=100_000)
     c.add_argument("--ef", nargs="+", type=int, default=[GraphParams().ef])
     c.add_argument("--queries", type=int, default=600)
+    c.add_argument("--keep", type=Path, help="reuse (or keep) the index in KEEP/<size>")
     args = parser.parse_args()
     if args.cmd == "sets":
         sets_bench(args.sets, args.ef, args.queries, args.quality)
     else:
-        scale_bench(args.size, args.ef, args.queries)
+        scale_bench(args.size, args.ef, args.queries, args.keep)
     return 0
 
 

@@ -29,7 +29,9 @@ half as many long ones as above (a serving process runs one pair, where the inte
 share one process, its caches and its garbage collector among every pair). ``--sizes 1000000``
 builds the 1M catalog the same way (variant vectors); expect a long build. ``--keep DIR`` keeps
 each size's index in ``DIR/<size>`` and reuses it on the next run (the catalog is written once;
-the shard is reopened, the posting index loaded), for repeated runs and profiling.
+the shard is reopened, the posting index loaded), for repeated runs and profiling;
+``--build-only`` stops once the index is built (or reopened) and reports its sizes, so a 1M
+index can be built on a busy machine and timed later on a quiet one.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ from toolscout.engine import Engine, prepare
 from toolscout.eval.metrics import percentile
 from toolscout.eval.run import load_queries
 from toolscout.ingest.entries import parse_entry
-from toolscout.models import SearchMode, Tool
+from toolscout.models import SearchMode
 from toolscout.store.base import IndexEntry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,33 +64,35 @@ SHARED = SHARED_BENCH
 CACHE = str(Path.home() / ".cache" / "toolscout")
 
 
-def _tools(size: int) -> list[tuple[Tool, str | None]]:
-    out = []
-    for raw in build_catalog(size):
-        base = raw.pop("variant_of", None)
-        out.append((parse_entry(raw, source="bench"), base))
-    return out
+#: Variants written per ``store.upsert`` (one transaction each).
+CHUNK = 5000
 
 
 def build_index(engine: Engine, size: int) -> None:
-    """Real tools through Engine.index; variants written with their base's perturbed vector."""
-    tools = _tools(size)
-    real = [t for t, base in tools if base is None]
+    """Real tools through Engine.index; variants written with their base's perturbed vector.
+
+    The raw catalog is parsed a chunk at a time (1M parsed tools would hold several GB) and the
+    base tools' vectors are read once, then kept: a benchmark shortcut, as the vectors are."""
     from toolscout.models import Loaded
 
+    raw = build_catalog(size)
+    real = [parse_entry(r, source="bench") for r in raw if "variant_of" not in r]
     engine.index([Loaded(source="bench", tools=real)])
-    variants = [(t, base) for t, base in tools if base is not None]
+    variants = [r for r in raw if "variant_of" in r]
+    del raw
+    bases = engine.store.vectors(sorted({str(r["variant_of"]) for r in variants}))
     rng = np.random.default_rng(0)
-    for start in range(0, len(variants), 2000):
-        chunk = variants[start : start + 2000]
-        base_vecs = engine.store.vectors([b for _, b in chunk if b])
+    for start in range(0, len(variants), CHUNK):
         entries = []
-        for tool, base in chunk:
-            vec = base_vecs[base or ""] + rng.normal(0, 0.02, engine.embedder.dim)
+        for item in variants[start : start + CHUNK]:
+            base = str(item.pop("variant_of"))
+            tool = parse_entry(item, source="bench")
+            vec = bases[base] + rng.normal(0, 0.02, engine.embedder.dim)
             vec = (vec / np.linalg.norm(vec)).astype(np.float32)
             p = prepare(tool)
             entries.append(IndexEntry(tool, p.fields, vec, p.text_hash))
         engine.store.upsert(entries)
+        variants[start : start + CHUNK] = [{}] * len(entries)  # let the parsed chunk go
 
 
 def _queries() -> tuple[list[str], list[str]]:
@@ -246,8 +250,15 @@ def _workdir(keep: Path | None, size: int) -> contextlib.AbstractContextManager[
 
 
 def search_bench(
-    sizes: list[int], n: int, legs: list[str], lexicals: list[str], keep: Path | None = None
+    sizes: list[int],
+    n: int,
+    legs: list[str],
+    lexicals: list[str],
+    keep: Path | None = None,
+    build_only: bool = False,
 ) -> dict[str, object]:
+    """``build_only``: stop once each index is written, its shard built and its posting index
+    loaded (sizes and build times; the timings of a later run on the kept index)."""
     short, long = _queries()
     rng = random.Random(0)
     results: dict[str, object] = {}
@@ -274,6 +285,15 @@ def search_bench(
             if "postings" in lexicals:
                 row["postings"] = _postings(engine)
                 row["terms_mb"] = _terms_mb(engine)
+            if build_only:
+                engine.close()
+                row["disk_mb"] = {"sqlite": _mb(Path(db)), "shard": _mb(Path(db + ".vectors"))}
+                row["peak_rss_mb"] = round(
+                    resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+                )
+                results[str(size)] = row
+                print(json.dumps({size: row}), flush=True)
+                continue
             for kind, pool in (("short", short), ("long", long)):
                 qs = [rng.choice(pool) for _ in range(n if kind == "short" else n // 2)]
                 for q in qs[:5]:  # warm-up: mirror load, shard pages, caches
@@ -379,6 +399,11 @@ def main() -> int:
     s.add_argument("--legs", nargs="+", choices=LEGS, default=list(LEGS))
     s.add_argument("--lexicals", nargs="+", choices=LEXICALS, default=list(LEXICALS))
     s.add_argument("--keep", type=Path, help="keep each index in KEEP/<size> and reuse it")
+    s.add_argument(
+        "--build-only",
+        action="store_true",
+        help="build (or reopen) each index and report its sizes, without timing searches",
+    )
     c = sub.add_parser("crossover")
     c.add_argument("--sizes", nargs="+", type=int, default=[2000, 5000, 10000, 20000, 50000])
     c.add_argument("--queries", type=int, default=200)
@@ -390,7 +415,7 @@ def main() -> int:
     r.add_argument("queries", nargs="*")
     args = parser.parse_args()
     if args.cmd == "search":
-        search_bench(args.sizes, args.queries, args.legs, args.lexicals, args.keep)
+        search_bench(args.sizes, args.queries, args.legs, args.lexicals, args.keep, args.build_only)
     elif args.cmd == "crossover":
         crossover_bench(args.sizes, args.queries)
     else:

@@ -27,6 +27,11 @@ CASES: dict[str, tuple[list[str], str]] = {
     "latency_search": (["latency.py", "search", "--sizes", "250", "--queries", "4"],
                        r'"ann_postings_hybrid": \{"p50".*"bm25_postings": \{"p50"'
                        r'.*"ann_postings": \{"leg".*"short_hybrid": \{"p50"'),
+    "latency_build_only": (["latency.py", "search", "--sizes", "250", "--build-only",
+                            "--keep", "{out}/keep"],
+                           r'"disk_mb": \{"sqlite": [\d.]+, "shard": [\d.]+\}, "peak_rss_mb"'),
+    "bulk_write": (["bulk_write.py", "--size", "250", "--chunk", "100"],
+                   r'"write_tools_per_cpu_s": \d+, "shard_tools_per_cpu_s": \d+'),
     "embedding_documents": (["embedding_cost.py", "documents", "--size", "20"],
                             r'"sorted_tools_per_s"'),
     "embedding_queries": (["embedding_cost.py", "queries", "--rounds", "1"],
@@ -41,7 +46,8 @@ CASES: dict[str, tuple[list[str], str]] = {
                           r'"exact_over_ann".*"fts5_over_postings"'),
     "ann_recall_sets": (["ann_recall.py", "sets", "--sets", "seal_tools", "--queries", "10"],
                         r'"forced_graph": \{"points": \d+, "in_graph"'),
-    "ann_recall_scale": (["ann_recall.py", "scale", "--size", "250", "--queries", "10"],
+    "ann_recall_scale": (["ann_recall.py", "scale", "--size", "250", "--queries", "10",
+                          "--keep", "{out}/keep"],
                          r'\{"250": \{"tools": 250'),
     "lexical_scale": (["lexical.py", "scale", "--sizes", "250", "--queries", "4", "--out", "{out}"],
                       r'"congruence_long": \{.*"impact": \{"overlap@10": 1\.0, '

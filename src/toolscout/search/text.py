@@ -62,21 +62,26 @@ def _stem(word: str) -> str:
     return str(_STEMMER.stemWord(word))
 
 
+@lru_cache(maxsize=262144)
+def _run_tokens(run: str, keep_stopwords: bool) -> tuple[str, ...]:
+    """The tokens of one letter-or-digit run. Cached: tool texts repeat their words, and
+    splitting and stemming each occurrence was most of an index build's analysis time."""
+    if _CJK.match(run):
+        return tuple(_cjk_tokens(run))
+    return tuple(
+        _stem(part)
+        for part in split_identifier(run)
+        if (keep_stopwords or part not in STOPWORDS) and len(part) <= 40
+    )
+
+
 def analyze(text: str, *, keep_stopwords: bool = False) -> list[str]:
     """Turn text into index tokens: split identifiers, drop stopwords, stem, CJK bigrams."""
-    text = unicodedata.normalize("NFKC", text)
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)  # ASCII is already in NFKC form
     tokens: list[str] = []
-    for match in _ALNUM_RUN.finditer(text):
-        run = match.group(0)
-        if _CJK.match(run):
-            tokens.extend(_cjk_tokens(run))
-            continue
-        for part in split_identifier(run):
-            if not keep_stopwords and part in STOPWORDS:
-                continue
-            if len(part) > 40:
-                continue
-            tokens.append(_stem(part))
+    for run in _ALNUM_RUN.findall(text):
+        tokens.extend(_run_tokens(run, keep_stopwords))
     return tokens
 
 

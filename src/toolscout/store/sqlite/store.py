@@ -25,23 +25,17 @@ from numpy.typing import NDArray
 
 from toolscout.errors import ConfigError, StoreError
 from toolscout.models import Filters, Scored
-from toolscout.store.base import LEXICAL_FIELDS, IndexEntry, IndexIdentity, IndexState
+from toolscout.store.base import IndexEntry, IndexIdentity, IndexState
 from toolscout.store.sql import SQLStore
 from toolscout.store.sqlite.ann.leg import DEFAULT_MIN_TOOLS, AnnVectorLeg
 from toolscout.store.sqlite.ann.shard import GraphParams
 from toolscout.store.sqlite.database import SQLiteDatabase
 from toolscout.store.sqlite.lex.leg import DEFAULT_MIN_TOOLS as LEX_MIN_TOOLS
 from toolscout.store.sqlite.lex.leg import LexicalLeg
-from toolscout.store.sqlite.lex.rows import write_terms
 from toolscout.store.sqlite.lexical import FTS5Lexical
 from toolscout.store.sqlite.runs import RunLock, replace_from, staging_path
 from toolscout.store.sqlite.vectors import VectorMirror
-
-
-def _dumps(value: Any) -> str | None:
-    # Key order kept: a schema's property order is how its author presents the parameters.
-    return None if value is None else json.dumps(value, ensure_ascii=False)
-
+from toolscout.store.sqlite.writes import write_entries
 
 #: Appended to a path (``index.db?mode=ro``), opens the index read-only.
 READ_ONLY_SUFFIX = "?mode=ro"
@@ -183,61 +177,10 @@ class SQLiteStore(SQLStore):
         if self.vector_leg.dim is None:
             raise StoreError("the index has no embedder bound yet; call bind() first")
         with self.database.transaction() as conn:
-            for entry in entries:
-                self._write_one(conn, entry, self.vector_leg.dim)
+            write_entries(conn, entries, self.vector_leg.dim)
             _prune_log(conn)
         self.ann.written()
         self.lex.written()
-
-    def _write_one(self, conn: Any, entry: IndexEntry, dim: int) -> None:
-        tool = entry.tool
-        vector = np.asarray(entry.vector, dtype=np.float32)
-        if vector.shape != (dim,):
-            raise StoreError(
-                f"tool {tool.id!r}: vector has shape {vector.shape}, index wants {dim}"
-            )
-        row = conn.execute("SELECT rowid FROM tools WHERE id=?", (tool.id,)).fetchone()
-        values = (
-            tool.name,
-            tool.description,
-            _dumps(tool.input_schema),
-            _dumps(tool.output_schema),
-            json.dumps(tool.annotations, ensure_ascii=False, sort_keys=True),
-            tool.item_type.value,
-            tool.server,
-            tool.source,
-            tool.category,
-            tool.content_hash,
-            entry.text_hash,
-        )
-        if row is None:
-            cur = conn.execute(
-                "INSERT INTO tools(id, name, description, input_schema, output_schema, "
-                "annotations, item_type, server, source, category, content_hash, text_hash) "
-                "VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
-                (tool.id, *values),
-            )
-            rowid = cur.lastrowid
-        else:
-            rowid = row[0]
-            conn.execute(
-                "UPDATE tools SET name=?, description=?, input_schema=?, output_schema=?, "
-                "annotations=?, item_type=?, server=?, source=?, category=?, content_hash=?, "
-                "text_hash=? WHERE rowid=?",
-                (*values, rowid),
-            )
-            conn.execute("DELETE FROM tools_fts WHERE rowid=?", (rowid,))
-            conn.execute("DELETE FROM tools_vec WHERE rowid=?", (rowid,))
-        cols = ", ".join(LEXICAL_FIELDS)
-        marks = ",".join("?" * (len(LEXICAL_FIELDS) + 1))
-        conn.execute(
-            f"INSERT INTO tools_fts(rowid, {cols}) VALUES({marks})",
-            (rowid, *(entry.fields.get(f, "") for f in LEXICAL_FIELDS)),
-        )
-        write_terms(conn, rowid, entry.fields)
-        conn.execute(
-            "INSERT INTO tools_vec(rowid, embedding) VALUES(?, ?)", (rowid, vector.tobytes())
-        )
 
     def delete(self, ids: Sequence[str]) -> int:
         """Raises: StoreError."""

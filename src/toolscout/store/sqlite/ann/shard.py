@@ -84,6 +84,13 @@ def read_state(folder: Path) -> ShardState | None:
         return None
 
 
+def indexing_threads() -> int:
+    """Threads that build a graph: all cores but one, which stays with the searches the exact
+    leg answers meanwhile. On the project's 2-core machine, the engine's own choice (0) took
+    twice as long as one thread while other work ran (docs/benchmarks/scale.md)."""
+    return max(1, (os.cpu_count() or 2) - 1)
+
+
 def _config(dim: int, graph: GraphParams) -> qe.EdgeConfig:
     return qe.EdgeConfig(
         vectors=qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine),
@@ -91,7 +98,7 @@ def _config(dim: int, graph: GraphParams) -> qe.EdgeConfig:
             m=graph.m,
             ef_construct=graph.ef_construct,
             full_scan_threshold=graph.full_scan_kb,
-            max_indexing_threads=0,
+            max_indexing_threads=indexing_threads(),
         ),
         optimizers=qe.EdgeOptimizersConfig(indexing_threshold=graph.indexing_kb),
         # Searches run on the caller's thread budget, as the exact leg's BLAS does.
@@ -154,7 +161,9 @@ class EdgeIndex:
                 points = [
                     qe.Point(
                         r.rowid,
-                        r.vector.tolist(),
+                        # The binding reads any float sequence (its stub names lists only): no
+                        # Python list of 384 floats per point.
+                        r.vector,  # type: ignore[arg-type]
                         {
                             "tool_id": r.tool_id,
                             **({"server": r.server} if r.server is not None else {}),

@@ -10,6 +10,7 @@ several records (their sum is the count). Terms are FTS5's own tokens of the fie
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -53,12 +54,11 @@ def encode(fields: Mapping[str, str]) -> tuple[int, str, bytes]:
     records: list[int] = []
     length = 0
     for col, name in enumerate(LEXICAL_FIELDS):
-        counts: dict[int, int] = {}
-        for token in fts5_tokens(fields.get(name, "")):
-            length += 1
+        tokens = fts5_tokens(fields.get(name, ""))
+        length += len(tokens)
+        # Counter keeps first appearances in order: terms are numbered as the tokens come.
+        for token, count in Counter(tokens).items():
             index = order.setdefault(token, len(order))
-            counts[index] = counts.get(index, 0) + 1
-        for index, count in counts.items():
             while count > 0:
                 part = min(count, 255)
                 records.append(index << (_COUNT_BITS + _FIELD_BITS) | col << _COUNT_BITS | part)
@@ -66,15 +66,6 @@ def encode(fields: Mapping[str, str]) -> tuple[int, str, bytes]:
     if len(order) > _MAX_TERMS:
         raise StoreError(f"a tool has {len(order)} distinct terms; at most {_MAX_TERMS} fit")
     return length, " ".join(order), np.asarray(records, dtype=RECORD).tobytes()
-
-
-def write_terms(conn: Any, rowid: int, fields: Mapping[str, str]) -> None:
-    """Write (or replace) the terms row of tool ``rowid`` in the caller's transaction."""
-    length, terms, tf = encode(fields)
-    conn.execute(
-        "INSERT OR REPLACE INTO tools_terms(rowid, length, terms, tf) VALUES(?,?,?,?)",
-        (rowid, length, terms, tf),
-    )
 
 
 def decode(tf: bytes) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
