@@ -59,6 +59,11 @@ class Forest:
         return np.ascontiguousarray(table).view(np.uint64)
 
     @cached_property
+    def _all_leaves(self) -> NDArray[np.uint64]:
+        """One row of :attr:`_wide` with every leaf possible (no test failed yet)."""
+        return np.full(self._wide.shape[1], np.uint64(0xFFFFFFFFFFFFFFFF))
+
+    @cached_property
     def _cuts(self) -> tuple[list[float], ...]:
         """:attr:`thresholds` as lists, for a value every row shares (one bisection, no array)."""
         return tuple(c.tolist() for c in self.thresholds)
@@ -74,7 +79,7 @@ class Forest:
         if not self.features:
             return np.full(n, self.values.reshape(-1, self.leaves)[:, 0].sum())
         wide, offsets = self._wide, self.offsets
-        common = np.full(wide.shape[1], np.uint64(0xFFFFFFFFFFFFFFFF))
+        common = self._all_leaves.copy()
         per_row: list[int] = []
         for j, f in enumerate(self.features):
             if f < shared:
@@ -88,7 +93,8 @@ class Forest:
             columns = x.T[[self.features[j] for j in per_row]]
             rows = np.empty((len(per_row), n), dtype=np.int64)
             for k, j in enumerate(per_row):
-                rows[k] = np.searchsorted(self.thresholds[j], columns[k], side="left")
+                # The array's method: np.searchsorted adds a Python frame per call.
+                rows[k] = self.thresholds[j].searchsorted(columns[k], side="left")
             rows += offsets[per_row, None]
             masks &= np.bitwise_and.reduce(wide.take(rows, axis=0), axis=0)
         leaf = _LOWEST.take(masks.view(np.uint16)[:, : self.size]).astype(np.int64)

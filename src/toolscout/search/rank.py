@@ -151,9 +151,9 @@ def rerank(
 
 def _order(raw: NDArray[np.float64], ids: Sequence[str]) -> list[int]:
     """The rows by falling ``raw``, ties by id."""
-    order = np.argsort(-raw, kind="stable")
+    order = (-raw).argsort(kind="stable")
     ranked = raw[order]
-    if not np.any(ranked[1:] == ranked[:-1]):
+    if not (ranked[1:] == ranked[:-1]).any():
         out: list[int] = order.tolist()
         return out
     keys = [(-r, tid) for r, tid in zip(raw.tolist(), ids, strict=True)]

@@ -185,9 +185,8 @@ class _Placed:
         flat = grid.reshape(2, -1)
         flat[0, self.at] = self.found
         # Each tool's place in its own run: its index in all runs, less where its run starts.
-        flat[1, self.at] = np.arange(1.0, len(self.at) + 1.0) - np.repeat(
-            np.array(self.starts[:-1], dtype=np.float64), self.sizes
-        )
+        starts = np.array(self.starts[:-1], dtype=np.float64).repeat(self.sizes)
+        flat[1, self.at] = np.arange(1.0, len(self.at) + 1.0) - starts
         return grid[0, :, : self.k], grid[1, :, : self.k]
 
 
@@ -197,9 +196,13 @@ def _median(crowd: NDArray[np.float64]) -> float:
     if n == 0:
         return 0.0
     half = n // 2
+    part = crowd.copy()
+    # The array's own methods: numpy's module-level wrappers add a Python frame each.
     if n % 2:
-        return float(np.partition(crowd, half)[half])
-    low, high = np.partition(crowd, (half - 1, half))[half - 1 : half + 1].tolist()
+        part.partition(half)
+        return float(part[half])
+    part.partition((half - 1, half))
+    low, high = part[half - 1 : half + 1].tolist()
     # The mean of the two middle values as numpy takes it: their sum, halved.
     return float(low + high) / 2.0
 
@@ -250,7 +253,8 @@ def _server_columns(
     group_of: dict[str, int] = {}
     groups = list(map(group_of.setdefault, servers, count()))
     group = np.array(groups, dtype=np.intp)
-    best = np.full(len(servers), -1.0)
+    best = np.empty(len(servers))
+    best.fill(-1.0)
     np.maximum.at(best, group, cos)
     top = [0.0] * len(servers)
     for h in vector[:10]:
