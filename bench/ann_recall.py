@@ -244,7 +244,7 @@ def scale_bench(
         store.ann.current()
         assert store.ann.wait_built(timeout=None)
         vectors = engine.embedder.embed_query(_queries(list(SETS[:3]), limit))
-        row = {"tools": store.count(), "queries": len(vectors)}
+        row: dict[str, Any] = {"tools": store.count(), "queries": len(vectors)}
         row.update(_measure(store, vectors, efs))
         row["shard_mb"] = _size_mb(store.ann.folder)
         if quality:
