@@ -8,7 +8,9 @@ those of f's splits with a threshold below it, a prefix of f's splits sorted by 
 the masks of every prefix are combined once at load (:attr:`Forest.table`) and a row needs one
 binary search per feature, one gather of a row of masks per feature, one AND across features,
 and the lowest set bit of each tree's mask: about a third of the time of walking the same
-trees level by level (docs/benchmarks/ranking.md).
+trees level by level (docs/benchmarks/ranking.md). The masks are combined as 64-bit words, four
+trees a word, and columns that every row shares (a request's own features, the same for all
+its candidates) are searched and combined once for all rows.
 """
 
 from __future__ import annotations
