@@ -4,9 +4,11 @@ The ranker's raw output orders one request's candidates but means nothing across
 map has two stages, both fitted on training requests only (``bench/fit/ranker_calibration.py``,
 which refits it for whatever ranker is packaged, and records that ranker's sha256):
 
-1. a logistic model over :data:`DERIVED` inputs (the raw output, its gap to the request's best,
-   the candidate's place) and any of the ranker's own features by name (the candidate's cosine,
-   the request's BM25 evidence, the catalog's size, its intents ...); which ones is in the file;
+1. a logistic model over :data:`DERIVED` inputs, which describe the candidate's situation in
+   its request (the raw output, its gap to the request's best, its place, how crowded the top
+   is, how much of the softmaxed output it holds, whether the legs agree on the first place),
+   and any of the ranker's own features by name (the candidate's cosine, the request's BM25
+   evidence, the catalog's size, its intents ...); which ones is in the file;
 2. per band of places (first hit, second to fifth, ...), an isotonic (non-decreasing) map of the
    logistic output, read by linear interpolation between its knots: it corrects the shape a
    logistic cannot take without ever turning a higher output into a lower probability.
@@ -20,7 +22,7 @@ to the logistic calibration its own metadata carries.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -37,8 +39,33 @@ CALIBRATION_FILE = "rankcal.json"
 #: Inputs computed from the ranker's output for one request's candidates: the output itself,
 #: its gap to the request's best, the candidate's place (log of 1 + its 0-based position), and
 #: its lead over the best of the others (the first hit's margin over the second; for any other,
-#: its gap to the first). Each grows with the output within a request.
-DERIVED: tuple[str, ...] = ("raw", "raw_gap", "position", "lead")
+#: its gap to the first); each grows with the output within a request. Then the situation:
+#: ``share``, the candidate's part of the softmaxed output of the first :data:`SOFTMAX_TOP`
+#: candidates (a first hit among near-ties holds little of it); ``entropy``, that softmax's
+#: entropy (request-level: how spread the top is); ``crowd``, log of 1 + how many other
+#: candidates score within :data:`CROWD_MARGIN` of the first (near-identical tools tie);
+#: ``gap_next``, the candidate's margin over the next one down (0 for the last); and
+#: ``legs_agree``, 1 when the lexical and vector legs put the same tool first (request-level;
+#: read from the ranker's ``vector_rank`` and ``lexical_rank`` features). None of them reads
+#: the catalog's size, so a lone clear match in a small catalog looks like one in a large one.
+DERIVED: tuple[str, ...] = (
+    "raw",
+    "raw_gap",
+    "position",
+    "lead",
+    "share",
+    "entropy",
+    "crowd",
+    "gap_next",
+    "legs_agree",
+)
+
+#: Candidates the softmax of ``share`` and ``entropy`` runs over (the first places).
+SOFTMAX_TOP = 10
+#: Raw-output distance from the first within which a candidate counts as a near-tie.
+CROWD_MARGIN = 0.5
+#: The ranker's features ``legs_agree`` reads (log of 1 + a leg's 1-based rank).
+AGREE_FEATURES = ("vector_rank", "lexical_rank")
 
 
 @dataclass(frozen=True)
@@ -129,6 +156,8 @@ class RankCalibration:
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigError(f"{CALIBRATION_FILE} is malformed: {exc}") from exc
         unknown = [n for n in inputs if n not in DERIVED and n not in features]
+        if "legs_agree" in inputs:
+            unknown += [n for n in AGREE_FEATURES if n not in features]
         if unknown or len(coef) != len(inputs):
             raise ConfigError(
                 f"{CALIBRATION_FILE} reads {list(inputs)!r} with {len(coef)} weights; the ranker "
@@ -158,20 +187,88 @@ def design(
     """One row of ``inputs`` per candidate of one request (``x``: its rows of ``features``,
     ``raw``: the ranker's output for them; ``place``: their :func:`positions`, if known)."""
     out = np.empty((raw.size, len(inputs)))
-    for j, (name, col) in enumerate(
-        zip(inputs, _columns(tuple(inputs), tuple(features)), strict=True)
-    ):
-        if col >= 0:
-            out[:, j] = x[:, col]
-        elif name == "raw":
-            out[:, j] = raw
-        elif name == "raw_gap":
-            out[:, j] = raw - raw.max()
-        elif name == "position":
-            out[:, j] = np.log1p(positions(raw) if place is None else place)
-        else:
-            out[:, j] = _lead(raw)
+    if raw.size == 0:
+        return out
+    place = positions(raw) if place is None else place
+    cols = _columns(tuple(inputs), tuple(features))
+    situation = _Situation(raw, place, x, tuple(features))
+    for j, (name, col) in enumerate(zip(inputs, cols, strict=True)):
+        out[:, j] = x[:, col] if col >= 0 else situation.column(name)
     return out
+
+
+class _Situation:
+    """The :data:`DERIVED` columns of one request's candidates, each computed when asked."""
+
+    def __init__(
+        self,
+        raw: NDArray[np.float64],
+        place: NDArray[np.int64],
+        x: NDArray[np.float64],
+        features: tuple[str, ...],
+    ) -> None:
+        self.raw, self.place, self.x, self.features = raw, place, x, features
+        self.ranked = np.sort(raw)[::-1]  # best first
+        self._soft: tuple[NDArray[np.float64], float] | None = None
+
+    def column(self, name: str) -> NDArray[np.float64]:
+        if name == "raw":
+            return self.raw
+        return _COLUMNS[name](self)
+
+    def raw_gap(self) -> NDArray[np.float64]:
+        out: NDArray[np.float64] = self.raw - self.ranked[0]
+        return out
+
+    def position(self) -> NDArray[np.float64]:
+        out: NDArray[np.float64] = np.log1p(self.place)
+        return out
+
+    def lead(self) -> NDArray[np.float64]:
+        return _lead(self.raw)
+
+    def share(self) -> NDArray[np.float64]:
+        return self.softmax()[0]
+
+    def entropy(self) -> NDArray[np.float64]:
+        return np.full(self.raw.size, self.softmax()[1])
+
+    def crowd(self) -> NDArray[np.float64]:
+        near = int(np.count_nonzero(self.ranked >= self.ranked[0] - CROWD_MARGIN)) - 1
+        return np.full(self.raw.size, np.log1p(near))
+
+    def gap_next(self) -> NDArray[np.float64]:
+        following = np.append(self.ranked[1:], self.ranked[-1])
+        out: NDArray[np.float64] = self.raw - following[self.place]
+        return out
+
+    def legs_agree(self) -> NDArray[np.float64]:
+        vector, lexical = (self.features.index(n) for n in AGREE_FEATURES)
+        first = np.log(2.0)  # log of 1 + rank 1
+        both = np.isclose(self.x[:, vector], first) & np.isclose(self.x[:, lexical], first)
+        return np.full(self.raw.size, float(both.any()))
+
+    def softmax(self) -> tuple[NDArray[np.float64], float]:
+        """Each candidate's share of the softmax over the first places, and its entropy."""
+        if self._soft is None:
+            top = np.exp(self.ranked[:SOFTMAX_TOP] - self.ranked[0])
+            total = float(top.sum())
+            q = top / total
+            entropy = float(-(q * np.log(np.maximum(q, 1e-300))).sum())
+            self._soft = (np.exp(self.raw - self.ranked[0]) / total, entropy)
+        return self._soft
+
+
+_COLUMNS: dict[str, Callable[[_Situation], NDArray[np.float64]]] = {
+    "raw_gap": _Situation.raw_gap,
+    "position": _Situation.position,
+    "lead": _Situation.lead,
+    "share": _Situation.share,
+    "entropy": _Situation.entropy,
+    "crowd": _Situation.crowd,
+    "gap_next": _Situation.gap_next,
+    "legs_agree": _Situation.legs_agree,
+}
 
 
 @lru_cache(maxsize=64)
