@@ -4,8 +4,15 @@
 
 A stage of its own: it reads whatever ranker is packaged (``ranker.txt``; refit that first with
 bench/fit/ranker.py) and writes ``rankcal.json`` beside it with that ranker's sha256, so a new
-ranker needs only this command again. No searches when the legs are cached (``--cache``; delete
-it after changing the embedding model or the legs; the product's orders are cached per ranker).
+ranker needs only this command again. No searches when the legs are cached (``--cache``, one
+folder per way of making the whole request's row; delete it after changing the embedding model
+or the legs; the product's orders and the prepared candidates are cached per ranker).
+
+The map reads the ranker's output and the candidate's **situation** in its request, not only its
+own evidence: its share of the softmaxed output of the first places, that softmax's entropy, how
+many candidates nearly tie with the first in output and in cosine, the best cosine's margin over
+the other candidates' median, the margin to the next candidate, whether the legs agree on the
+first place, the request's intents and words, the catalog's size (search/rankcal.py).
 
 **Fitted on training requests only** (bench/fit/rankcal_data.py): each request's first ten
 candidates in the ranker's order, labelled 1 when the candidate is a gold tool. The ranker's
@@ -23,8 +30,10 @@ hit's score capped at the one before it as ``scored_hits`` does; the expected ca
 (10 equal-width bins) of the first hit and of the first five per set is printed for each, beside
 its sampling floor (what exact probabilities would show on a set of that size). The variant
 whose errors exceed their floors least on average over the sets of ``rankcal_data.CHOOSE_ON``
-is written (ranker.json's own logistic map competes too); ToolBench, Seal-Tools and
-``tooleyes_dev`` are reported only.
+is written (ranker.json's own logistic map competes too), among those that score a clear match
+("snow depth" against a snowfall-depth tool) at least 0.5 alone and among 10 and 50 unrelated
+tools, never more than 0.3 below its score alone (``rankcal_data.clear_match``); ToolBench,
+Seal-Tools and ``tooleyes_dev`` are reported only.
 """
 
 from __future__ import annotations
@@ -83,6 +92,13 @@ CONTEXT = ("lead", "intents", "query_tokens", "best_cosine", "name_covered", "le
 #: nearly tie with the first, its margin over the next, whether the legs agree on the first
 #: place (search/rankcal.py ``DERIVED``). None reads the catalog's size or the candidate depth.
 SITUATION = ("share", "entropy", "crowd", "gap_next", "legs_agree")
+#: How close the crowd of candidates comes to the best in cosine: near-identical candidates and
+#: the best's margin over the median of the others, counted over the candidates (a lone tool
+#: has no crowd; the cosine's median over the vector leg, measured before, made a lone clear
+#: match its own crowd and scored it 0.04-0.13).
+CROWD = ("cosine_crowd", "cosine_spread")
+#: Each leg's rank of the candidate and its cosine to the whole request.
+RANKS = ("vector_rank", "lexical_rank", "whole_cosine", "whole_gap")
 
 
 @dataclass
@@ -159,7 +175,7 @@ class Variant:
 
 def variants() -> list[Variant]:
     base, wide = CALIBRATION_INPUTS, CALIBRATION_INPUTS + CONTEXT
-    full = wide + SITUATION
+    full = wide + SITUATION + CROWD
     return [
         Variant("all training requests, logistic (as ranker.py fits it)", base, 1.0, 0.0, False),
         Variant("unseen requests only, logistic", base, 0.0, 0.0, False),
@@ -168,12 +184,13 @@ def variants() -> list[Variant]:
                 1.0, False),
         Variant("the same, isotonic bands", wide, 0.25, 1.0, True),
         Variant("the same with composed requests x2", wide, 0.25, 2.0, True),
-        Variant("situation inputs, logistic", full, 0.25, 1.0, False),
-        Variant("situation inputs, isotonic bands", full, 0.25, 1.0, True),
-        Variant("situation inputs, composed x2, logistic", full, 0.25, 2.0, False),
-        Variant("situation inputs, Gorilla/BFCL x1, logistic", full, 1.0, 1.0, False),
-        Variant("situation inputs, Gorilla/BFCL x1, composed x2, logistic", full, 1.0, 2.0,
+        Variant("+ situation of the output, logistic", wide + SITUATION, 0.25, 1.0, False),
+        Variant("+ situation and cosine crowd, logistic", full, 0.25, 1.0, False),
+        Variant("situation and cosine crowd, isotonic bands", full, 0.25, 1.0, True),
+        Variant("situation and cosine crowd, Gorilla/BFCL x1, composed x2", full, 1.0, 2.0,
                 False),
+        Variant("situation and cosine crowd + the legs' ranks and the whole request's cosine",
+                full + RANKS, 0.25, 1.0, False),
     ]  # fmt: skip
 
 

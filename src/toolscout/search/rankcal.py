@@ -44,10 +44,16 @@ CALIBRATION_FILE = "rankcal.json"
 #: candidates (a first hit among near-ties holds little of it); ``entropy``, that softmax's
 #: entropy (request-level: how spread the top is); ``crowd``, log of 1 + how many other
 #: candidates score within :data:`CROWD_MARGIN` of the first (near-identical tools tie);
-#: ``gap_next``, the candidate's margin over the next one down (0 for the last); and
+#: ``gap_next``, the candidate's margin over the next one down (0 for the last);
 #: ``legs_agree``, 1 when the lexical and vector legs put the same tool first (request-level;
-#: read from the ranker's ``vector_rank`` and ``lexical_rank`` features). None of them reads
-#: the catalog's size, so a lone clear match in a small catalog looks like one in a large one.
+#: read from the ranker's ``vector_rank`` and ``lexical_rank`` features); and two measures of
+#: how close the crowd of candidates comes in cosine (the ranker's ``cosine`` feature),
+#: request-level: ``cosine_crowd``, log of 1 + how many other candidates are within
+#: :data:`COSINE_MARGIN` of the best cosine (near-identical tools), and ``cosine_spread``, the
+#: best cosine's margin over the median of the other candidates' (over no others: the best
+#: cosine itself). Both are counted over the candidates, never over the catalog, so a lone
+#: clear match has no crowd at all rather than a crowd of itself; none of the inputs reads
+#: the catalog's size.
 DERIVED: tuple[str, ...] = (
     "raw",
     "raw_gap",
@@ -58,14 +64,20 @@ DERIVED: tuple[str, ...] = (
     "crowd",
     "gap_next",
     "legs_agree",
+    "cosine_crowd",
+    "cosine_spread",
 )
 
 #: Candidates the softmax of ``share`` and ``entropy`` runs over (the first places).
 SOFTMAX_TOP = 10
 #: Raw-output distance from the first within which a candidate counts as a near-tie.
 CROWD_MARGIN = 0.5
+#: Cosine distance from the best within which another candidate counts as near-identical.
+COSINE_MARGIN = 0.05
 #: The ranker's features ``legs_agree`` reads (log of 1 + a leg's 1-based rank).
 AGREE_FEATURES = ("vector_rank", "lexical_rank")
+#: The ranker's feature the cosine crowd is read from.
+COSINE_FEATURE = "cosine"
 
 
 @dataclass(frozen=True)
@@ -158,6 +170,8 @@ class RankCalibration:
         unknown = [n for n in inputs if n not in DERIVED and n not in features]
         if "legs_agree" in inputs:
             unknown += [n for n in AGREE_FEATURES if n not in features]
+        if {"cosine_crowd", "cosine_spread"} & set(inputs) and COSINE_FEATURE not in features:
+            unknown.append(COSINE_FEATURE)
         if unknown or len(coef) != len(inputs):
             raise ConfigError(
                 f"{CALIBRATION_FILE} reads {list(inputs)!r} with {len(coef)} weights; the ranker "
@@ -248,6 +262,16 @@ class _Situation:
         both = np.isclose(self.x[:, vector], first) & np.isclose(self.x[:, lexical], first)
         return np.full(self.raw.size, float(both.any()))
 
+    def cosine_crowd(self) -> NDArray[np.float64]:
+        cos = self.x[:, self.features.index(COSINE_FEATURE)]
+        near = int(np.count_nonzero(cos >= cos.max() - COSINE_MARGIN)) - 1
+        return np.full(self.raw.size, np.log1p(near))
+
+    def cosine_spread(self) -> NDArray[np.float64]:
+        cos = np.sort(self.x[:, self.features.index(COSINE_FEATURE)])
+        others = float(np.median(cos[:-1])) if cos.size > 1 else 0.0
+        return np.full(self.raw.size, float(cos[-1]) - others)
+
     def softmax(self) -> tuple[NDArray[np.float64], float]:
         """Each candidate's share of the softmax over the first places, and its entropy."""
         if self._soft is None:
@@ -268,6 +292,8 @@ _COLUMNS: dict[str, Callable[[_Situation], NDArray[np.float64]]] = {
     "crowd": _Situation.crowd,
     "gap_next": _Situation.gap_next,
     "legs_agree": _Situation.legs_agree,
+    "cosine_crowd": _Situation.cosine_crowd,
+    "cosine_spread": _Situation.cosine_spread,
 }
 
 
