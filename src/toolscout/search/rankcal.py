@@ -174,8 +174,9 @@ class RankCalibration:
             unknown.append(COSINE_FEATURE)
         if unknown or len(coef) != len(inputs):
             raise ConfigError(
-                f"{CALIBRATION_FILE} reads {list(inputs)!r} with {len(coef)} weights; the ranker "
-                f"computes {list(DERIVED) + list(features)}; refit with "
+                f"{CALIBRATION_FILE} reads {list(inputs)!r} with {len(coef)} weights"
+                + (f" (needing {unknown!r}, which the ranker lacks)" if unknown else "")
+                + f"; the ranker computes {list(DERIVED) + list(features)}; refit with "
                 "`python bench/fit/ranker_calibration.py --write`"
             )
         for b in bands:
