@@ -121,16 +121,18 @@ class RankCalibration:
         """The probability that each of one request's candidates is a right tool."""
         if raw.size == 0:
             return np.zeros(0)
-        place = positions(raw)
+        order = np.argsort(-raw, kind="stable")
+        place = np.empty(raw.size, dtype=np.int64)
+        place[order] = np.arange(raw.size)
         p = self.logistic(raw, x, features, place)
         if not self.bands:
             return p
-        starts = np.array([b.start for b in self.bands])
-        band_of = np.searchsorted(starts, place, side="right") - 1
         out = p.copy()  # places before the first band (none as fitted) keep stage 1
-        for i, band in enumerate(self.bands):
-            inside = band_of == i
-            out[inside] = np.interp(p[inside], band.x, band.y)
+        ends = [b.start for b in self.bands[1:]] + [raw.size]
+        for band, end in zip(self.bands, ends, strict=True):
+            rows = order[band.start : end]  # the band's places, as rows
+            knots_x, knots_y = _knots(band)
+            out[rows] = np.interp(p[rows], knots_x, knots_y)
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -204,11 +206,12 @@ def design(
     out = np.empty((raw.size, len(inputs)))
     if raw.size == 0:
         return out
-    place = positions(raw) if place is None else place
-    cols = _columns(tuple(inputs), tuple(features))
-    situation = _Situation(raw, place, x, tuple(features))
-    for j, (name, col) in enumerate(zip(inputs, cols, strict=True)):
-        out[:, j] = x[:, col] if col >= 0 else situation.column(name)
+    at, take, derived = _plan(tuple(inputs), tuple(features))
+    if take:
+        out[:, list(at)] = x[:, list(take)]
+    situation = _Situation(raw, positions(raw) if place is None else place, x, tuple(features))
+    for j, name in derived:
+        out[:, j] = situation.column(name)
     return out
 
 
@@ -223,10 +226,12 @@ class _Situation:
         features: tuple[str, ...],
     ) -> None:
         self.raw, self.place, self.x, self.features = raw, place, x, features
-        self.ranked = np.sort(raw)[::-1]  # best first
+        self.ranked = np.empty(raw.size)
+        self.ranked[place] = raw  # best first
         self._soft: tuple[NDArray[np.float64], float] | None = None
 
-    def column(self, name: str) -> NDArray[np.float64]:
+    def column(self, name: str) -> NDArray[np.float64] | float:
+        """One input's column, or its value for every candidate when it is the request's."""
         if name == "raw":
             return self.raw
         return _COLUMNS[name](self)
@@ -245,33 +250,38 @@ class _Situation:
     def share(self) -> NDArray[np.float64]:
         return self.softmax()[0]
 
-    def entropy(self) -> NDArray[np.float64]:
-        return np.full(self.raw.size, self.softmax()[1])
+    def entropy(self) -> float:
+        return self.softmax()[1]
 
-    def crowd(self) -> NDArray[np.float64]:
+    def crowd(self) -> float:
         near = int(np.count_nonzero(self.ranked >= self.ranked[0] - CROWD_MARGIN)) - 1
-        return np.full(self.raw.size, np.log1p(near))
+        return float(np.log1p(near))
 
     def gap_next(self) -> NDArray[np.float64]:
-        following = np.append(self.ranked[1:], self.ranked[-1])
+        following = np.empty(self.raw.size)
+        following[:-1] = self.ranked[1:]
+        following[-1] = self.ranked[-1]
         out: NDArray[np.float64] = self.raw - following[self.place]
         return out
 
-    def legs_agree(self) -> NDArray[np.float64]:
+    def legs_agree(self) -> float:
         vector, lexical = (self.features.index(n) for n in AGREE_FEATURES)
-        first = np.log(2.0)  # log of 1 + rank 1
-        both = np.isclose(self.x[:, vector], first) & np.isclose(self.x[:, lexical], first)
-        return np.full(self.raw.size, float(both.any()))
+        # A leg's first place is log(1 + 1); its second, log(1 + 2): the midpoint tells them apart.
+        first = np.log(2.5)
+        return float(np.any((self.x[:, vector] < first) & (self.x[:, lexical] < first)))
 
-    def cosine_crowd(self) -> NDArray[np.float64]:
+    def cosine_crowd(self) -> float:
         cos = self.x[:, self.features.index(COSINE_FEATURE)]
         near = int(np.count_nonzero(cos >= cos.max() - COSINE_MARGIN)) - 1
-        return np.full(self.raw.size, np.log1p(near))
+        return float(np.log1p(near))
 
-    def cosine_spread(self) -> NDArray[np.float64]:
+    def cosine_spread(self) -> float:
         cos = np.sort(self.x[:, self.features.index(COSINE_FEATURE)])
-        others = float(np.median(cos[:-1])) if cos.size > 1 else 0.0
-        return np.full(self.raw.size, float(cos[-1]) - others)
+        n = cos.size - 1  # the others: every candidate but the best
+        if n == 0:
+            return float(cos[-1])
+        middle = (cos[(n - 1) // 2] + cos[n // 2]) / 2.0
+        return float(cos[-1] - middle)
 
     def softmax(self) -> tuple[NDArray[np.float64], float]:
         """Each candidate's share of the softmax over the first places, and its entropy."""
@@ -284,7 +294,7 @@ class _Situation:
         return self._soft
 
 
-_COLUMNS: dict[str, Callable[[_Situation], NDArray[np.float64]]] = {
+_COLUMNS: dict[str, Callable[[_Situation], NDArray[np.float64] | float]] = {
     "raw_gap": _Situation.raw_gap,
     "position": _Situation.position,
     "lead": _Situation.lead,
@@ -299,9 +309,19 @@ _COLUMNS: dict[str, Callable[[_Situation], NDArray[np.float64]]] = {
 
 
 @lru_cache(maxsize=64)
-def _columns(inputs: tuple[str, ...], features: tuple[str, ...]) -> tuple[int, ...]:
-    """Each input's column among ``features`` (-1: one of :data:`DERIVED`)."""
-    return tuple(-1 if n in DERIVED else features.index(n) for n in inputs)
+def _plan(
+    inputs: tuple[str, ...], features: tuple[str, ...]
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[tuple[int, str], ...]]:
+    """Where each input comes from: the positions of those read from ``features`` and their
+    columns there, then the positions and names of the :data:`DERIVED` ones."""
+    read = [(j, features.index(n)) for j, n in enumerate(inputs) if n not in DERIVED]
+    derived = tuple((j, n) for j, n in enumerate(inputs) if n in DERIVED)
+    return tuple(j for j, _ in read), tuple(c for _, c in read), derived
+
+
+@lru_cache(maxsize=64)
+def _knots(band: Band) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    return np.asarray(band.x), np.asarray(band.y)
 
 
 def _lead(raw: NDArray[np.float64]) -> NDArray[np.float64]:
