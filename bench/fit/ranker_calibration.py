@@ -191,6 +191,8 @@ def variants() -> list[Variant]:
                 False),
         Variant("situation and cosine crowd + the legs' ranks and the whole request's cosine",
                 full + RANKS, 0.25, 1.0, False),
+        Variant("situation and cosine crowd, without the catalog's size, logistic",
+                tuple(n for n in full if n != "log_tools"), 0.25, 1.0, False),
     ]  # fmt: skip
 
 
