@@ -57,7 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import rankcal_data as data
 import ranker as fit_ranker
 from isotonic import isotonic_knots
-from rankcal_data import CHOOSE_ON, Searched
+from rankcal_data import CHOOSE_ON, Lone, Searched, clear, holds_clear_match
 
 from natural import ROOT
 from ranking import ece
@@ -263,25 +263,6 @@ def errors(cal: RankCalibration, dev: dict[str, list[Candidates]]) -> Errors:
             sampling_floor(s5),
         )
     return out
-
-
-Lone = list[tuple[NDArray[np.float64], NDArray[np.float64]]]
-
-
-def clear(cal: RankCalibration, lone: Lone) -> list[float]:
-    """The map's score of the clear match alone, among 10 and among 50 unrelated tools
-    (rankcal_data.clear_match)."""
-    return [
-        round(float(cal.probabilities(raw, x, FEATURES)[int(np.argmax(raw))]), 3) for raw, x in lone
-    ]
-
-
-def holds_clear_match(cal: RankCalibration, lone: Lone) -> bool:
-    """Whether the clear match scores at least 0.5 in every catalog and no catalog's score is
-    more than 0.3 below the lone tool's (what tests/search/test_rank.py asks of the packaged
-    map): a variant that fails is not chosen, however it does on the dev sets."""
-    scored = clear(cal, lone)
-    return min(scored) >= 0.5 and min(scored) >= scored[0] - 0.3
 
 
 def excess(errs: Errors) -> tuple[float, float]:
