@@ -24,7 +24,9 @@ how many requests one ranks a gold tool in the top 3 and the other does not (``+
 with the exact two-sided sign test's p-value; the same for nDCG@10 (a request counts where the
 two differ). Last, how well the default's and the learned
 ranker's scores are calibrated: the expected calibration error (10 equal-width bins) of the first
-hit and of the first five. And the time the learned ranker takes to re-score 100 candidates.
+hit and of the first five, each beside its sampling floor (the error exact probabilities would
+still show on that many hits; toolscout.eval.metrics ``sampling_floor``). And the time the
+learned ranker takes to re-score 100 candidates.
 
 Sets: bench/natural.py's (the ``dev`` / ``test`` splits of ``data/natural``, the paraphrase and
 single-intent halves, ToolBench G1 as dev, Seal-Tools' ``dev`` split) and ``tooleyes_dev``
@@ -50,7 +52,14 @@ from peer_view import PeerSearcher, build_views, load_extended
 from natural import ROOT, SHARED, Dataset, Ranker, Request, datasets, load_requests, open_index
 from quality import peers
 from toolscout.engine import Engine
-from toolscout.eval.metrics import calibration_error, mean, reliability, score_query, sign_test
+from toolscout.eval.metrics import (
+    calibration_error,
+    mean,
+    reliability,
+    sampling_floor,
+    score_query,
+    sign_test,
+)
 from toolscout.models import Scored, Tool
 from toolscout.search.config import SearchConfig, WholeRequest
 from toolscout.search.hybrid import HybridSearcher
@@ -172,8 +181,10 @@ def ece(pairs: list[tuple[float, bool]], bins: int = 10) -> float:
 def calibration(
     reqs: list[Request], ids: dict[str, list[str]], scores: dict[str, list[float]]
 ) -> dict[str, float]:
-    """ECE of a system's first hit and of its first five hits, their mean score, and the
-    reliability diagram's bins of each (lower edge, mean score, share right, hits)."""
+    """ECE of a system's first hit and of its first five hits, each beside its sampling floor
+    (the ECE exact probabilities would show on this many hits), the first hit's mean score and
+    share right, and the reliability diagram's bins of each (lower edge, mean score, share
+    right, hits)."""
     top1: list[tuple[float, bool]] = []
     top5: list[tuple[float, bool]] = []
     for r in reqs:
@@ -185,6 +196,8 @@ def calibration(
     return {
         "ece_top1": round(ece(top1), 4),
         "ece_top5": round(ece(top5), 4),
+        "floor_top1": round(sampling_floor([s for s, _ in top1]), 4),
+        "floor_top5": round(sampling_floor([s for s, _ in top5]), 4),
         "mean_top1": round(sum(s for s, _ in top1) / max(1, len(top1)), 4),
         "right_top1": round(sum(r for _, r in top1) / max(1, len(top1)), 4),
         "bins_top1": [[lo, round(m, 4), round(r, 4), n] for lo, m, r, n in reliability(top1)],
@@ -241,7 +254,8 @@ def _line(name: str, split: str, row: dict[str, Any]) -> str:
         for k, v in row["default_vs"].items()
     )
     cal = "  ".join(
-        f"{k}: ECE top-1 {c['ece_top1']:.3f} top-5 {c['ece_top5']:.3f} (top-1 mean score "
+        f"{k}: ECE top-1 {c['ece_top1']:.3f} (floor {c['floor_top1']:.3f}) top-5 "
+        f"{c['ece_top5']:.3f} (floor {c['floor_top5']:.3f}) (top-1 mean score "
         f"{c['mean_top1']:.3f}, right {c['right_top1']:.3f})"
         for k, c in row["calibration"].items()
     )
@@ -265,6 +279,29 @@ def markdown(report: dict[str, Any]) -> str:
     head = "| set (requests) | " + " | ".join(names) + " |"
     rule = "|---" * (len(names) + 1) + "|"
     return "\n".join([head, rule, *lines])
+
+
+def calibration_markdown(report: dict[str, Any]) -> str:
+    """One table row per set and split: each scored system's ECE of the first hit / the first
+    five, its sampling floor in brackets."""
+    names: list[str] = []
+    lines: list[str] = []
+    for set_name, splits in report["sets"].items():
+        for split, row in splits.items():
+            cal = row["calibration"]
+            names = names or list(cal)
+            cells = " | ".join(
+                f"{cal[n]['ece_top1']:.3f} / {cal[n]['ece_top5']:.3f} "
+                f"({cal[n]['floor_top1']:.3f} / {cal[n]['floor_top5']:.3f})"
+                if n in cal
+                else "-"
+                for n in names
+            )
+            lines.append(f"| {set_name} {split} ({row['requests']}) | {cells} |")
+    head = "| set (requests) | " + " | ".join(names) + " |"
+    rule = "|---" * (len(names) + 1) + "|"
+    title = "ECE of the first hit / the first five (sampling floor in brackets)"
+    return "\n".join([title, head, rule, *lines])
 
 
 #: Colours for a diagram read outside the console (which styles its plots from its stylesheet).
@@ -303,23 +340,29 @@ def rescore_ms(folder: Path | None, runs: int = 200) -> dict[str, float]:
     """Best and median milliseconds the ranker (the packaged one unless ``folder``) takes to
     re-score 100 candidates into probabilities as a search does (their rows, the trees, the
     probabilities, the order), and the same with ``ranker.json``'s logistic map in place of its
-    score map (``logistic_*``), timed in turns."""
+    score map (``logistic_*``), timed in turns; and the score map alone,
+    from the ranker's output and feature rows to probabilities (``scoremap_*``)."""
     ranker = load_ranker(folder)
     plain = replace(ranker, rankcal=None)
     hits = [Scored(f"t{i}", 0.8 - i / 200) for i in range(100)]
     legs = Legs(hits[:50], hits, hits, 1, 5000, hits)
     tools = {h.id: Tool(id=h.id, name=f"tool {h.id}", description="Does one thing.") for h in hits}
     ids = [h.id for h in hits]
-    took: dict[str, list[float]] = {"map": [], "logistic": []}
+    took: dict[str, list[float]] = {"map": [], "logistic": [], "scoremap": []}
     for _ in range(runs):
         for name, which in (("map", ranker), ("logistic", plain)):
             t0 = time.perf_counter()
-            rerank(which, legs, ids, features(legs, ids, ["tool"], tools))
+            x = features(legs, ids, ["tool"], tools)
+            rerank(which, legs, ids, x)
             took[name].append((time.perf_counter() - t0) * 1000)
+        raw = ranker.scores(x)
+        t0 = time.perf_counter()
+        ranker.probabilities(raw, x)
+        took["scoremap"].append((time.perf_counter() - t0) * 1000)
     out = {}
     for name, values in took.items():
         values.sort()
-        prefix = "" if name == "map" else "logistic_"
+        prefix = {"map": "", "logistic": "logistic_"}.get(name, f"{name}_")
         out[f"{prefix}best"] = round(values[0], 3)
         out[f"{prefix}median"] = round(values[len(values) // 2], 3)
     return out
@@ -371,11 +414,13 @@ def main() -> int:
             figure = args.out / f"reliability_{system}.svg"
             figure.write_text(reliability_figure(report, system), encoding="utf-8")
     print(markdown(report))
+    print(calibration_markdown(report))
     timing = report["rescore_100_ms"]
     print(
         f"re-scoring 100 candidates: {timing['best']} ms best, {timing['median']} ms median "
         f"(with ranker.json's logistic map instead: {timing['logistic_best']} / "
-        f"{timing['logistic_median']} ms)"
+        f"{timing['logistic_median']} ms); the score map alone: {timing['scoremap_best']} / "
+        f"{timing['scoremap_median']} ms"
     )
     print(f"{report['seconds']} s")
     return 0

@@ -24,18 +24,24 @@ from __future__ import annotations
 import json
 import pickle
 import random
+import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
+from numpy.typing import NDArray
 from ranker import embedder_requests
 from ranker import requests as training_requests
 
 from natural import ROOT, Dataset, load_requests, open_index
 from ranking import all_sets
+from toolscout.config import Settings
+from toolscout.engine import Engine
 from toolscout.ingest.jsonfile import CatalogFile
-from toolscout.models import Tool
+from toolscout.models import Loaded, Tool
 from toolscout.search.hybrid import HybridSearcher
-from toolscout.search.rank import Legs, Ranker
+from toolscout.search.rank import FEATURES, Legs, Ranker
+from toolscout.search.rankcal import RankCalibration
 
 #: Training sources (data/natural) and the sets whose dev requests are read.
 TRAIN_SOURCES = ("metatool", "gorilla_apibench", "bfcl")
@@ -189,10 +195,14 @@ def tools_of(name: str) -> dict[str, Tool]:
 __all__ = [
     "CHOOSE_ON",
     "DEV_SETS",
+    "Lone",
     "Searched",
+    "clear",
+    "clear_match",
     "composed",
     "dev",
     "embedder_requests",
+    "holds_clear_match",
     "orders",
     "ranker_max_train",
     "tools_of",
@@ -219,3 +229,54 @@ def orders(
     engine.close()
     path.write_text(json.dumps(out), encoding="utf-8")
     return out
+
+
+#: A clear match, and unrelated tools to put beside it (tests/search/test_rank.py asks the same).
+SNOW = Tool(id="snow", name="snow_depth", description="Report snowfall depth for ski resorts.")
+OTHERS = [
+    Tool(id=f"t{i}", name=f"{verb}_{noun}_{i}", description=f"{verb.title()} the {noun} {i}.")
+    for i, (verb, noun) in enumerate(
+        (v, n)
+        for v in ("create", "delete", "list", "update", "archive")
+        for n in ("invoice", "ticket", "repository", "calendar event", "customer", "playlist",
+                  "shipment", "database table", "pull request", "contact")
+    )
+]  # fmt: skip
+
+
+Lone = list[tuple[NDArray[np.float64], NDArray[np.float64]]]
+
+
+def clear_match(ranker: Ranker) -> Lone:
+    """The ranker's output and feature rows for "snow depth" over a snowfall-depth tool alone
+    and among 10 and 50 unrelated tools: a map must score that first hit high in each, and
+    not much lower in the larger catalogs (the catalog's size must not collapse it)."""
+    out = []
+    for size in (0, 10, 50):
+        with tempfile.TemporaryDirectory() as folder:
+            engine = Engine.open(Settings(db=str(Path(folder) / "index.db")))
+            engine.index([Loaded("check", [SNOW, *OTHERS[:size]])])
+            config = replace(engine.searcher.config, learned_ranker=True)
+            searcher = HybridSearcher(engine.store, engine.embedder, config, ranker=ranker)
+            legs, tokens = searcher.legs("snow depth")
+            _, x = searcher.candidate_features(legs, tokens)
+            out.append((ranker.scores(x), x))
+            searcher.close()
+            engine.close()
+    return out
+
+
+def clear(cal: RankCalibration, lone: Lone) -> list[float]:
+    """The map's score of the clear match alone, among 10 and among 50 unrelated tools
+    (:func:`clear_match`)."""
+    return [
+        round(float(cal.probabilities(raw, x, FEATURES)[int(np.argmax(raw))]), 3) for raw, x in lone
+    ]
+
+
+def holds_clear_match(cal: RankCalibration, lone: Lone) -> bool:
+    """Whether the clear match scores at least 0.5 in every catalog and no catalog's score is
+    more than 0.3 below the lone tool's (what tests/search/test_rank.py asks of the packaged
+    map): a variant that fails is not chosen, however it does on the dev sets."""
+    scored = clear(cal, lone)
+    return min(scored) >= 0.5 and min(scored) >= scored[0] - 0.3

@@ -4,8 +4,15 @@
 
 A stage of its own: it reads whatever ranker is packaged (``ranker.txt``; refit that first with
 bench/fit/ranker.py) and writes ``rankcal.json`` beside it with that ranker's sha256, so a new
-ranker needs only this command again. No searches when the legs are cached (``--cache``; delete
-it after changing the embedding model or the legs; the product's orders are cached per ranker).
+ranker needs only this command again. No searches when the legs are cached (``--cache``, one
+folder per way of making the whole request's row; delete it after changing the embedding model
+or the legs; the product's orders and the prepared candidates are cached per ranker).
+
+The map reads the ranker's output and the candidate's **situation** in its request, not only its
+own evidence: its share of the softmaxed output of the first places, that softmax's entropy, how
+many candidates nearly tie with the first in output and in cosine, the best cosine's margin over
+the other candidates' median, the margin to the next candidate, whether the legs agree on the
+first place, the request's intents and words, the catalog's size (search/rankcal.py).
 
 **Fitted on training requests only** (bench/fit/rankcal_data.py): each request's first ten
 candidates in the ranker's order, labelled 1 when the candidate is a gold tool. The ranker's
@@ -23,8 +30,10 @@ hit's score capped at the one before it as ``scored_hits`` does; the expected ca
 (10 equal-width bins) of the first hit and of the first five per set is printed for each, beside
 its sampling floor (what exact probabilities would show on a set of that size). The variant
 whose errors exceed their floors least on average over the sets of ``rankcal_data.CHOOSE_ON``
-is written (ranker.json's own logistic map competes too); ToolBench, Seal-Tools and
-``tooleyes_dev`` are reported only.
+is written (ranker.json's own logistic map competes too), among those that score a clear match
+("snow depth" against a snowfall-depth tool) at least 0.5 alone and among 10 and 50 unrelated
+tools, never more than 0.3 below its score alone (``rankcal_data.clear_match``); ToolBench,
+Seal-Tools and ``tooleyes_dev`` are reported only.
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import pickle
 import sys
 import time
 from dataclasses import dataclass
@@ -47,11 +57,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import rankcal_data as data
 import ranker as fit_ranker
 from isotonic import isotonic_knots
-from rankcal_data import CHOOSE_ON, Searched
+from rankcal_data import CHOOSE_ON, Lone, Searched, clear, holds_clear_match
 
 from natural import ROOT
 from ranking import ece
+from toolscout.eval.metrics import sampling_floor
 from toolscout.search.calibration import fit_logistic
+from toolscout.search.config import SearchConfig
 from toolscout.search.rank import (
     CALIBRATION_INPUTS,
     FEATURES,
@@ -75,6 +87,18 @@ BANDS = (0, 1, 5)
 #: depth they mean something else than in any training catalog (199 tools or more), and a lone
 #: clear match ("snow depth" against a snowfall-depth tool) scored 0.09 with them.
 CONTEXT = ("lead", "intents", "query_tokens", "best_cosine", "name_covered", "lexical_relative")
+#: What describes the candidate's situation in its request beyond its own evidence: its share of
+#: the softmaxed output of the first places, how spread that softmax is, how many candidates
+#: nearly tie with the first, its margin over the next, whether the legs agree on the first
+#: place (search/rankcal.py ``DERIVED``). None reads the catalog's size or the candidate depth.
+SITUATION = ("share", "entropy", "crowd", "gap_next", "legs_agree")
+#: How close the crowd of candidates comes to the best in cosine: near-identical candidates and
+#: the best's margin over the median of the others, counted over the candidates (a lone tool
+#: has no crowd; the cosine's median over the vector leg, measured before, made a lone clear
+#: match its own crowd and scored it 0.04-0.13).
+CROWD = ("cosine_crowd", "cosine_spread")
+#: Each leg's rank of the candidate and its cosine to the whole request.
+RANKS = ("vector_rank", "lexical_rank", "whole_cosine", "whole_gap")
 
 
 @dataclass
@@ -151,6 +175,7 @@ class Variant:
 
 def variants() -> list[Variant]:
     base, wide = CALIBRATION_INPUTS, CALIBRATION_INPUTS + CONTEXT
+    full = wide + SITUATION + CROWD
     return [
         Variant("all training requests, logistic (as ranker.py fits it)", base, 1.0, 0.0, False),
         Variant("unseen requests only, logistic", base, 0.0, 0.0, False),
@@ -158,8 +183,16 @@ def variants() -> list[Variant]:
         Variant("unseen + composed + Gorilla/BFCL x0.25, context inputs, logistic", wide, 0.25,
                 1.0, False),
         Variant("the same, isotonic bands", wide, 0.25, 1.0, True),
-        Variant("the same without composed requests", wide, 0.25, 0.0, True),
         Variant("the same with composed requests x2", wide, 0.25, 2.0, True),
+        Variant("+ situation of the output, logistic", wide + SITUATION, 0.25, 1.0, False),
+        Variant("+ situation and cosine crowd, logistic", full, 0.25, 1.0, False),
+        Variant("situation and cosine crowd, isotonic bands", full, 0.25, 1.0, True),
+        Variant("situation and cosine crowd, Gorilla/BFCL x1, composed x2", full, 1.0, 2.0,
+                False),
+        Variant("situation and cosine crowd + the legs' ranks and the whole request's cosine",
+                full + RANKS, 0.25, 1.0, False),
+        Variant("situation and cosine crowd, without the catalog's size, logistic",
+                tuple(n for n in full if n != "log_tools"), 0.25, 1.0, False),
     ]  # fmt: skip
 
 
@@ -210,11 +243,10 @@ def scores(cal: RankCalibration, c: Candidates) -> tuple[list[float], list[bool]
 Errors = dict[str, tuple[float, float, float, float]]
 
 
-def errors(cal: RankCalibration, dev: dict[str, list[Candidates]], draws: int = 100) -> Errors:
+def errors(cal: RankCalibration, dev: dict[str, list[Candidates]]) -> Errors:
     """Per dev set: the ECE of the first hit and of the first five, and what each would be from
-    sampling alone if the scores were exact (the mean ECE of ``draws`` label sets drawn with
-    each hit right with probability its score; seed 0): the floor a set of that size allows."""
-    rng = np.random.default_rng(0)
+    sampling alone if the scores were exact (toolscout.eval.metrics ``sampling_floor``): the
+    floor a set of that size allows."""
     out = {}
     for name, rows in dev.items():
         s1: list[float] = []
@@ -224,16 +256,11 @@ def errors(cal: RankCalibration, dev: dict[str, list[Candidates]], draws: int = 
         for c in rows:
             s, r = scores(cal, c)
             s1, r1, s5, r5 = s1 + s[:1], r1 + r[:1], s5 + s[:5], r5 + r[:5]
-        floors = [
-            float(np.mean([ece(list(zip(v, rng.random(len(v)) < np.array(v), strict=True)))
-                           for _ in range(draws)]))
-            for v in (s1, s5)
-        ]  # fmt: skip
         out[name] = (
             ece(list(zip(s1, r1, strict=True))),
             ece(list(zip(s5, r5, strict=True))),
-            floors[0],
-            floors[1],
+            sampling_floor(s1),
+            sampling_floor(s5),
         )
     return out
 
@@ -252,17 +279,25 @@ def parse() -> argparse.Namespace:
     add("--compose", type=int, default=1000, help="composed training requests of 2 and of 3 parts")
     add("--max-dev", type=int, default=400, help="dev requests per set (bench/ranking.py's)")
     add("--db-dir", type=Path, default=ROOT / "bench" / "out" / "ranking" / "db")
-    add("--cache", type=Path, default=ROOT / "bench" / "out" / "rankcal" / "legs")
+    # The legs hold the whole request's row, so the cache is kept per way of making it.
+    legs = f"legs_{SearchConfig().whole_request}"
+    add("--cache", type=Path, default=ROOT / "bench" / "out" / "rankcal" / legs)
     add("--out", type=Path, default=ROOT / "bench" / "out" / "rankcal")
     return parser.parse_args()
 
 
-def main() -> int:
-    args = parse()
-    t0 = time.perf_counter()
-    ranker = load_ranker()
-    folder = ROOT / "src" / "toolscout" / "search"
-    sha = json.loads((folder / "ranker.json").read_text("utf-8"))["sha256"]
+Prepared = tuple[list["Candidates"], list["Candidates"], dict[str, list["Candidates"]]]
+
+
+def candidates(args: argparse.Namespace, ranker: Ranker, sha: str) -> Prepared:
+    """The training, composed and dev candidates with the ranker's output (out of fold where
+    the ranker learned from them), kept in ``--cache`` per ranker: a new variant of the map
+    needs no new searches and no refitted folds."""
+    path = args.cache / f"prepared_{sha[:12]}_{args.compose}_{args.max_dev}.pkl"
+    if path.is_file():
+        with path.open("rb") as fh:
+            kept: Prepared = pickle.load(fh)
+        return kept
     pools = data.training(args.db_dir, args.cache, data.ranker_max_train())
     both = [
         s
@@ -278,15 +313,32 @@ def main() -> int:
     dev: dict[str, list[Candidates]] = {}
     for name, rows in data.dev(args.db_dir, args.cache, args.max_dev).items():
         dev[name] = prepare(rows, ranker)
-        kept = data.orders(name, rows, args.db_dir, args.cache, ranker, sha)
-        for c, order in zip(dev[name], kept, strict=True):
+        kept_orders = data.orders(name, rows, args.db_dir, args.cache, ranker, sha)
+        for c, order in zip(dev[name], kept_orders, strict=True):
             c.order = order
-    report = table(ranker, train, composed, dev)
-    best = min(report, key=lambda v: excess(v[2])[0])
+    with path.open("wb") as fh:
+        pickle.dump((train, composed, dev), fh)
+    return train, composed, dev
+
+
+def main() -> int:
+    args = parse()
+    t0 = time.perf_counter()
+    ranker = load_ranker()
+    folder = ROOT / "src" / "toolscout" / "search"
+    sha = json.loads((folder / "ranker.json").read_text("utf-8"))["sha256"]
+    train, composed, dev = candidates(args, ranker, sha)
+    lone = data.clear_match(ranker)
+    report = table(ranker, train, composed, dev, lone)
+    sound = [v for v in report if holds_clear_match(v[1], lone)]
+    best = min(sound or report, key=lambda v: excess(v[2])[0])
     print(f"chosen: {best[0].name}; {time.perf_counter() - t0:.0f} s", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    figures = {v.name: {n: list(e) for n, e in errs.items()} for v, _, errs in report}
-    figures["chosen"] = best[0].name  # type: ignore[assignment]
+    figures: dict[str, Any] = {
+        v.name: {"errors": {n: list(e) for n, e in errs.items()}, "clear_match": clear(cal, lone)}
+        for v, cal, errs in report
+    }
+    figures["chosen"] = best[0].name
     (args.out / "rankcal.json").write_text(json.dumps(figures, indent=1), encoding="utf-8")
     if args.write:
         write(best[0], best[1], sha, folder, len(train), len(composed))
@@ -298,9 +350,11 @@ def table(
     train: list[Candidates],
     composed: list[Candidates],
     dev: dict[str, list[Candidates]],
+    lone: Lone,
 ) -> list[tuple[Variant, RankCalibration, Errors]]:
-    """Every variant's dev errors, printed as a markdown table (first the logistic map that
-    ranker.py fitted into ranker.json, which scores when no map was fitted for the ranker)."""
+    """Every variant's dev errors and its scores of the clear match, printed as a markdown
+    table (first the logistic map that ranker.py fitted into ranker.json, which scores when no
+    map was fitted for the ranker)."""
     own = RankCalibration(CALIBRATION_INPUTS, ranker.calibration[:-1], ranker.calibration[-1],
                           (), "")  # fmt: skip
     out = [(Variant("ranker.json's own logistic map", own.inputs, 0, 0, False), own,
@@ -310,15 +364,18 @@ def table(
         out.append((v, cal, errors(cal, dev)))
     names = list(dev)
     print("ECE of the first hit / the first five (sampling floor in brackets)")
-    print("| variant | " + " | ".join(names) + " | excess: mean (chosen on) / largest |")
-    print("|---" * (len(names) + 2) + "|")
-    for v, _, errs in out:
+    print("| variant | " + " | ".join(names) + " | excess: mean (chosen on) / largest "
+          "| clear match: alone / among 10 / among 50 |")  # fmt: skip
+    print("|---" * (len(names) + 3) + "|")
+    for v, cal, errs in out:
         cells = " | ".join(
             f"{errs[n][0]:.3f} / {errs[n][1]:.3f} ({errs[n][2]:.2f} / {errs[n][3]:.2f})"
             for n in names
         )
         mean_gap, largest = excess(errs)
-        print(f"| {v.name} | {cells} | {mean_gap:.3f} / {largest:.3f} |", flush=True)
+        lone_scores = " / ".join(f"{p:.2f}" for p in clear(cal, lone))
+        print(f"| {v.name} | {cells} | {mean_gap:.3f} / {largest:.3f} | {lone_scores} |",
+              flush=True)  # fmt: skip
     return out
 
 

@@ -142,6 +142,9 @@ def test_evaluation_reports_render_their_plots_side_by_side(
         f"hybrid, scores {lo:.1f}-{lo + 0.1:.1f}: {hits} hits, mean score {mean_score:.2f}, "
         f"right {100 * right:.0f}%"
     )
+    # Beside each error, what exact probabilities would still show on that many hits.
+    caption = page.locator("figcaption", has_text="scores of the first hit")
+    expect(caption).to_contain_text(f"hybrid ECE {top1['ece']:.3f} (floor {top1['floor']:.3f})")
     screenshot(page, "evals")
 
 

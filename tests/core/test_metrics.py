@@ -8,6 +8,7 @@ from toolscout.eval.metrics import (
     percentile,
     recall_at,
     reliability,
+    sampling_floor,
     sign_test,
 )
 
@@ -44,3 +45,14 @@ def test_reliability_bins_hits_by_score_and_counts_the_share_right() -> None:
     # ECE: |0.05 - 0| * 1 + |0.135 - 0.5| * 2 + |0.975 - 1| * 2, over 5 hits.
     assert calibration_error(pairs) == pytest.approx((0.05 + 0.73 + 0.05) / 5)
     assert calibration_error([]) == 0.0
+
+
+def test_the_sampling_floor_is_what_exact_probabilities_show_on_a_set_of_that_size() -> None:
+    # Certain scores are always right or always wrong: nothing to sample, no floor.
+    assert sampling_floor([1.0] * 50 + [0.0] * 50) == 0.0
+    assert sampling_floor([]) == 0.0
+    # Coin flips scored 0.5: 60 of them show an ECE of about 0.05 (|share right - 0.5|), 6,000
+    # of them about 0.005; the floor is seeded, so it is the same every time.
+    small, large = sampling_floor([0.5] * 60), sampling_floor([0.5] * 6000)
+    assert 0.03 < small < 0.08 and large < 0.01
+    assert sampling_floor([0.5] * 60) == small

@@ -18,8 +18,12 @@ from toolscout.models import Loaded, Tool
 from toolscout.search.rank import FEATURES, META_FILE, MODEL_FILE, load_ranker
 from toolscout.search.rankcal import (
     CALIBRATION_FILE,
+    COSINE_MARGIN,
+    CROWD_MARGIN,
+    DERIVED,
     Band,
     RankCalibration,
+    design,
     load_rank_calibration,
 )
 
@@ -99,6 +103,46 @@ def test_each_band_reads_its_own_places() -> None:
     cal = RankCalibration(("raw",), (1.0,), 0.0, bands, "")
     p = cal.probabilities(np.array([0.0, 3.0, 1.0]), np.zeros((3, 1)), ("cosine",))
     assert p.tolist() == [0.2, 0.9, 0.2]
+
+
+def _situation(raw: list[float], cosine: list[float]) -> dict[str, list[float]]:
+    """The derived inputs of one request's candidates, by name."""
+    x = np.zeros((len(raw), len(FEATURES)))
+    x[:, FEATURES.index("cosine")] = cosine
+    x[0, FEATURES.index("vector_rank")] = x[0, FEATURES.index("lexical_rank")] = np.log(2.0)
+    rows = design(DERIVED, np.array(raw), x, FEATURES)
+    return {name: rows[:, j].tolist() for j, name in enumerate(DERIVED)}
+
+
+def test_the_situation_inputs_describe_how_crowded_the_top_is() -> None:
+    # Two near-ties at the top (within the margins), a third far behind.
+    raw = [3.0, 3.0 - CROWD_MARGIN / 2, 0.0]
+    got = _situation(raw, [0.8, 0.8 - COSINE_MARGIN / 2, 0.3])
+    assert got["crowd"] == got["cosine_crowd"] == [pytest.approx(np.log(2.0))] * 3
+    assert got["gap_next"] == pytest.approx([CROWD_MARGIN / 2, 3.0 - CROWD_MARGIN / 2, 0.0])
+    assert got["share"][0] > got["share"][1] > got["share"][2]
+    assert sum(got["share"]) == pytest.approx(1.0)
+    assert got["entropy"][0] > 0.5  # two of three nearly equal
+    assert got["legs_agree"] == [1.0] * 3  # both legs put the first candidate first
+    assert got["cosine_spread"][0] == pytest.approx(0.8 - np.median([0.8 - COSINE_MARGIN / 2, 0.3]))
+    # The same candidates in another order: the same inputs, row for row.
+    again = _situation(raw[::-1], [0.3, 0.8 - COSINE_MARGIN / 2, 0.8])
+    assert again["share"] == pytest.approx(got["share"][::-1]) and again["crowd"] == got["crowd"]
+
+
+def test_a_lone_candidate_has_no_crowd_and_holds_the_whole_softmax() -> None:
+    got = _situation([1.5], [0.6])
+    assert got["crowd"] == [0.0] and got["cosine_crowd"] == [0.0] and got["entropy"] == [0.0]
+    assert got["share"] == [1.0] and got["cosine_spread"] == [pytest.approx(0.6)]
+
+
+def test_a_map_reading_the_legs_agreement_needs_the_legs_ranks(tmp_path: Path) -> None:
+    folder = _copy(tmp_path)
+    data = json.loads((folder / CALIBRATION_FILE).read_text("utf-8"))
+    data.update({"inputs": ["raw", "legs_agree"], "coef": [1.0, 1.0]})
+    (folder / CALIBRATION_FILE).write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ConfigError, match="lexical_rank"):
+        load_rank_calibration(data["ranker_sha256"], ("cosine", "vector_rank"), folder)
 
 
 SNOW = Tool(id="snow", name="snow_depth", description="Report snowfall depth for ski resorts.")

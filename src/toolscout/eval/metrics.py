@@ -7,6 +7,7 @@ top-k; nDCG@k with binary gains. All macro-averaged over queries.
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Iterable, Sequence
 
 KS = (1, 3, 5, 10)
@@ -95,3 +96,19 @@ def calibration_error(pairs: Sequence[tuple[float, bool]], bins: int = 10) -> fl
     if not pairs:
         return 0.0
     return sum(abs(s - r) * n for _, s, r, n in reliability(pairs, bins)) / len(pairs)
+
+
+def sampling_floor(
+    scores: Sequence[float], bins: int = 10, draws: int = 100, seed: int = 0
+) -> float:
+    """The expected calibration error that exact probabilities would still show on this many
+    hits: the mean :func:`calibration_error` of ``draws`` label sets in which each hit is right
+    with probability its score (seeded, so the same scores give the same floor). An ECE near
+    its floor is as low as a set of that size can show; 0 for no scores."""
+    if not scores:
+        return 0.0
+    rng = random.Random(seed)
+    total = 0.0
+    for _ in range(draws):
+        total += calibration_error([(s, rng.random() < s) for s in scores], bins)
+    return total / draws

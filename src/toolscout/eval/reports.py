@@ -50,7 +50,8 @@ class SetResult:
     groups: dict[str, dict[str, float]] = field(default_factory=dict)
     latency_ms: dict[str, float] = field(default_factory=dict)
     latency_samples_ms: tuple[float, ...] = ()
-    #: ``top1`` / ``top5``: the scores' calibration error and reliability bins (eval/run.py).
+    #: ``top1`` / ``top5``: the scores' calibration error, its sampling floor (absent in older
+    #: reports) and reliability bins (eval/run.py).
     calibration: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
@@ -174,11 +175,14 @@ def _parse(path: Path) -> EvalReport:
 
 
 def _calibration(raw: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """A report's calibration figures, checked (older reports have none)."""
-    return {
-        str(name): {
+    """A report's calibration figures, checked (older reports have none, or no floor)."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, part in raw.items():
+        figures: dict[str, Any] = {
             "ece": float(part["ece"]),
             "bins": [(float(lo), float(m), float(r), int(n)) for lo, m, r, n in part["bins"]],
         }
-        for name, part in raw.items()
-    }
+        if part.get("floor") is not None:
+            figures["floor"] = float(part["floor"])
+        out[str(name)] = figures
+    return out

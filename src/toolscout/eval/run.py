@@ -11,7 +11,14 @@ from typing import Any
 
 from toolscout.engine import Engine
 from toolscout.errors import IngestError
-from toolscout.eval.metrics import calibration_error, mean, percentile, reliability, score_query
+from toolscout.eval.metrics import (
+    calibration_error,
+    mean,
+    percentile,
+    reliability,
+    sampling_floor,
+    score_query,
+)
 from toolscout.ingest.jsonfile import CatalogFile
 from toolscout.models import SearchMode
 
@@ -37,8 +44,9 @@ class Report:
     #: Every query's search time (ms), in query order.
     latency_samples_ms: list[float] = field(default_factory=list)
     #: How well the hits' scores are calibrated, for the first hit (``top1``) and the first
-    #: five (``top5``): the expected calibration error and the reliability diagram's bins
-    #: (lower edge, mean score, share right, hits). Empty when the search gave no scores.
+    #: five (``top5``): the expected calibration error, its sampling floor and the reliability
+    #: diagram's bins (lower edge, mean score, share right, hits). Empty when the search gave
+    #: no scores.
     calibration: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -161,7 +169,8 @@ def evaluate(
 def _calibration(
     queries: list[Query], rankings: list[list[str]], scores: list[list[float]]
 ) -> dict[str, dict[str, Any]]:
-    """Expected calibration error and reliability bins of the first hit and the first five."""
+    """Expected calibration error, its sampling floor (what exact probabilities would show on
+    this many hits) and reliability bins of the first hit and the first five."""
     out: dict[str, dict[str, Any]] = {}
     for name, depth in (("top1", 1), ("top5", 5)):
         pairs = [
@@ -171,6 +180,7 @@ def _calibration(
         ]
         out[name] = {
             "ece": round(calibration_error(pairs), 4),
+            "floor": round(sampling_floor([s for s, _ in pairs]), 4),
             "bins": [[lo, round(m, 4), round(r, 4), n] for lo, m, r, n in reliability(pairs)],
         }
     return out

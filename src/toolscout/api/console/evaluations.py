@@ -3,9 +3,9 @@
 For every dataset in the chosen reports it draws hit@k and nDCG@k overall (k = 1, 3, 5, 10), the
 same metrics per query group at one k, a reliability diagram of the scores of the first hit and
 of the first five (how often a hit scored about p was right; the expected calibration error
-beside), and each report's latency histogram over shared bins, so bars can be compared
-directly. Plots are inline SVG (:mod:`toolscout.api.console.plots`), each with its figures in a
-table beside it.
+beside, with its sampling floor: what exact probabilities would still show on that many hits),
+and each report's latency histogram over shared bins, so bars can be compared directly. Plots
+are inline SVG (:mod:`toolscout.api.console.plots`), each with its figures in a table beside it.
 """
 
 from __future__ import annotations
@@ -45,12 +45,13 @@ class Latency:
 
 @dataclass(frozen=True)
 class Reliability:
-    """One reliability diagram: what it bins, the plot, and per report its calibration error
-    and bins (lower edge, mean score, share right, hits)."""
+    """One reliability diagram: what it bins, the plot, and per report its calibration error,
+    that error's sampling floor (None for a report written before floors were recorded) and
+    bins (lower edge, mean score, share right, hits)."""
 
     caption: str
     plot: Markup
-    rows: list[tuple[str, float, list[tuple[float, float, float, int]]]]
+    rows: list[tuple[str, float, float | None, list[tuple[float, float, float, int]]]]
 
 
 @dataclass(frozen=True)
@@ -69,16 +70,26 @@ def reliability_views(dataset: str, sets: list[tuple[str, SetResult | None]]) ->
     out = []
     for key, caption in DEPTHS:
         rows = [
-            (label, float(s.calibration[key]["ece"]), list(s.calibration[key]["bins"]))
+            (
+                label,
+                float(s.calibration[key]["ece"]),
+                _floor(s.calibration[key]),
+                list(s.calibration[key]["bins"]),
+            )
             for label, s in sets
             if s is not None and key in s.calibration
         ]
         if rows:
             plot = reliability_diagram(
-                f"{dataset}: scores of {caption}", [(label, bins) for label, _, bins in rows]
+                f"{dataset}: scores of {caption}", [(label, bins) for label, _, _, bins in rows]
             )
             out.append(Reliability(f"scores of {caption}", plot, rows))
     return out
+
+
+def _floor(figures: dict[str, Any]) -> float | None:
+    floor = figures.get("floor")
+    return None if floor is None else float(floor)
 
 
 def _label(report: EvalReport) -> str:
