@@ -147,33 +147,40 @@ class Searched:
     request: Request
 
 
-def composed(source: str, cap: int, count: int) -> list[tuple[str, tuple[str, ...]]]:
-    """``count`` two-part requests made of two training requests for different tools ("A. B"),
-    whose gold is both parts' (seed 5): requests of several intents each served by its own tool,
-    which the training splits hardly hold."""
+def composed(
+    source: str, cap: int, count: int, parts: int = 2
+) -> list[tuple[str, tuple[str, ...]]]:
+    """``count`` requests made of ``parts`` training requests for different tools ("A. B" or
+    "A. B. C"), whose gold is every part's (seed 5; seed 5 + parts for more than two): requests
+    of several intents each served by its own tool, which the training splits hardly hold."""
     base = requests(source, "train", cap)
-    rng = random.Random(5)
+    rng = random.Random(5 if parts == 2 else 5 + parts)
     out: list[tuple[str, tuple[str, ...]]] = []
-    while len(out) < count and len(base) > 1:
-        (a, gold_a), (b, gold_b) = rng.sample(base, 2)
-        if set(gold_a) & set(gold_b):
+    while len(out) < count and len(base) >= parts:
+        picked = rng.sample(base, parts)
+        golds = [set(gold) for _, gold in picked]
+        if len(set().union(*golds)) < sum(len(g) for g in golds):
             continue
-        first = a.strip().rstrip(".!?")
-        second = b.strip()
-        out.append((f"{first}. {second[:1].upper()}{second[1:]}"[:1000], gold_a + gold_b))
+        texts = [text.strip().rstrip(".!?") for text, _ in picked[:-1]] + [picked[-1][0].strip()]
+        joined = ". ".join(t[:1].upper() + t[1:] if i else t for i, t in enumerate(texts))
+        out.append((joined[:1000], tuple(g for _, gold in picked for g in gold)))
     return out
 
 
 def collect(
-    source: str, split: str, cap: int, db_dir: Path, cache: Path, compose: int = 0
+    source: str,
+    split: str,
+    cap: int,
+    db_dir: Path,
+    cache: Path,
+    compose: int = 0,
+    parts: int = 2,
 ) -> list[Searched]:
-    """The legs of every request of one source's split, or of ``compose`` composed training
-    requests (cached: features can change without searching again)."""
+    """The legs of every request of one source's split, or of ``compose`` training requests
+    composed of ``parts`` each (cached: features can change without searching again)."""
     mean = "_mean" if WHOLE == "intents_mean" else ""
-    path = (
-        cache
-        / f"{source}_{split}_{cap}{f'_c{compose}' if compose else ''}{mean}_{LEGS_VERSION}.pkl"
-    )
+    made = f"_c{compose}{f'p{parts}' if parts != 2 else ''}" if compose else ""
+    path = cache / f"{source}_{split}_{cap}{made}{mean}_{LEGS_VERSION}.pkl"
     if path.is_file():
         with path.open("rb") as fh:
             cached: list[Searched] = pickle.load(fh)
@@ -183,7 +190,7 @@ def collect(
     config = replace(engine.searcher.config, learned_ranker=False, whole_request=WHOLE)
     searcher = PeerSearcher(engine.store, engine.embedder, config)
     out = []
-    asked = composed(source, cap, compose) if compose else requests(source, split, cap)
+    asked = composed(source, cap, compose, parts) if compose else requests(source, split, cap)
     for text, gold in asked:
         legs, tokens = searcher.legs(text)
         assert searcher.last_rows is not None
@@ -354,6 +361,8 @@ def parse() -> argparse.Namespace:
     add("--cache", type=Path, default=ROOT / "bench" / "out" / "ranking" / "legs")
     add("--compose", type=int, default=600,
         help="two-part requests composed of training requests, per source")  # fmt: skip
+    add("--compose3", type=int, default=0,
+        help="three-part requests composed of training requests, per source")  # fmt: skip
     add("--whole", choices=("embedded", "intents_mean"), default=WHOLE,
         help="the whole request's row (default: SearchConfig.whole_request)")  # fmt: skip
     add("--extra", nargs="*", default=[], choices=list(GROUPS),
@@ -383,6 +392,11 @@ def main() -> int:
         for s in SOURCES:
             train_parts[s] = train_parts[s] + collect(
                 s, "train", caps.get(s, 0), args.db_dir, args.cache, args.compose
+            )
+    if args.compose3:
+        for s in SOURCES:
+            train_parts[s] = train_parts[s] + collect(
+                s, "train", caps.get(s, 0), args.db_dir, args.cache, args.compose3, 3
             )
     if EXTRA:
         VIEWS.update({s: views_of(s, args.db_dir, args.cache) for s in SOURCES})
@@ -449,6 +463,7 @@ def write(
             f"bench/fit/ranker.py --write --max-train {args.max_train} --max-dev {args.max_dev} "
             f"--leaves {args.leaves} --min-leaf {args.min_leaf} {flags} --fixed-rounds {best} "
             f"--calibrate-on {args.calibrate_on} --compose {args.compose}"
+            f"{f' --compose3 {args.compose3}' if args.compose3 else ''}"
             f"{' --extra ' + ' '.join(EXTRA) if EXTRA else ''}"
             f"{' --whole ' + WHOLE if WHOLE != 'embedded' else ''}"
             f": LightGBM {lgb.__version__} LambdaRank on "
