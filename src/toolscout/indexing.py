@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from queue import SimpleQueue
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,11 @@ BULK_MIN = 2000
 #: Embedded chunks that may wait for their write while the next one embeds (0: embed and
 #: write one chunk after the other, on the calling thread).
 AHEAD = 1
+#: The interpreter's switch interval while a pipelined write runs (seconds; Python's default
+#: is 0.005). An embedding thread back from onnxruntime needs the interpreter for a few dozen
+#: microseconds before its next text; while the writing thread runs Python, it would wait up
+#: to a whole interval for it, about as long as embedding a short text takes.
+HANDOFF_S = 0.0005
 
 
 @dataclass(frozen=True)
@@ -301,21 +307,42 @@ class IndexWriter:
             name="toolscout-index-embed",
             daemon=True,
         )
-        thread.start()
-        try:
-            for kind, value in ahead.items():
-                if kind == "progress" and progress:
-                    progress(int(value), total)
-                elif kind == "chunk":
-                    k, vectors = value
-                    self._store(chunks[k], vectors, report, written)
-                    ahead.slots.release()
-        finally:
-            ahead.stop.set()
-            thread.join()
+        with quick_handoffs():
+            thread.start()
+            try:
+                for kind, value in ahead.items():
+                    if kind == "progress" and progress:
+                        progress(int(value), total)
+                    elif kind == "chunk":
+                        k, vectors = value
+                        self._store(chunks[k], vectors, report, written)
+                        ahead.slots.release()
+            finally:
+                ahead.stop.set()
+                thread.join()
 
 
 Item = tuple[str, Any]
+_handoffs = {"runs": 0, "saved": 0.0}
+_handoffs_lock = threading.Lock()
+
+
+@contextmanager
+def quick_handoffs() -> Iterator[None]:
+    """``HANDOFF_S`` as the switch interval while at least one pipelined write runs in this
+    process; the previous interval once the last one ends."""
+    with _handoffs_lock:
+        if _handoffs["runs"] == 0:
+            _handoffs["saved"] = sys.getswitchinterval()
+            sys.setswitchinterval(min(HANDOFF_S, _handoffs["saved"]))
+        _handoffs["runs"] += 1
+    try:
+        yield
+    finally:
+        with _handoffs_lock:
+            _handoffs["runs"] -= 1
+            if _handoffs["runs"] == 0:
+                sys.setswitchinterval(_handoffs["saved"])
 
 
 class _Ahead:

@@ -4,6 +4,7 @@ one chunk after the other."""
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Sequence
 
@@ -83,13 +84,19 @@ def _embedding_threads() -> list[threading.Thread]:
 def test_a_pipelined_run_writes_what_one_chunk_after_the_other_writes(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    seen: list[tuple[int, int]] = []
+    seen: list[tuple[int, int, float]] = []
+    before = sys.getswitchinterval()
     report = engine.index(
-        [Loaded(source="p", tools=_tools())], progress=lambda d, t: seen.append((d, t))
+        [Loaded(source="p", tools=_tools())],
+        progress=lambda d, t: seen.append((d, t, sys.getswitchinterval())),
     )
     assert report.added == report.embedded == TOOLS
-    assert seen[0] == (0, TOOLS) and seen[-1] == (TOOLS, TOOLS)
-    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+    assert seen[0][:2] == (0, TOOLS) and seen[-1][:2] == (TOOLS, TOOLS)
+    assert [d for d, _, _ in seen] == sorted(d for d, _, _ in seen)
+    # Quick hand-offs of the interpreter while the writes run beside the embedding, and the
+    # process's own interval again afterwards.
+    assert {i for _, _, i in seen[1:]} == {indexing.HANDOFF_S}
+    assert sys.getswitchinterval() == before
     piped = _snapshot(engine)
     state = engine.store.skills.classification_state()
     assert all(state[i][1] == "done" for i in piped)  # every tool classified in its chunk
