@@ -14,7 +14,8 @@ at scale depends on. livemcpbench has no queries of its own: the project's parap
 tasks (tests/data/livemcp_paraphrase) stand in. ``scale``: the bench/catalogs.py catalog of
 ``--size`` tools as bench/latency.py builds it (real tools embedded, variants with perturbed
 vectors of their base), the product's configuration, queries from the three sets'
-``queries.jsonl``.
+``queries.jsonl``; ``--quality N`` adds the default search's hit@3 and nDCG@10 over N queries
+of each of those sets (their gold tools are the catalog's real tools) with each leg.
 
 Each query runs twice on the same vectors: unfiltered, and restricted to the primary skill of
 the exact top hit (a hierarchical search's filter). recall@10: the share of the exact top 10
@@ -158,6 +159,41 @@ def _quality(engine: Engine, name: str) -> dict[str, dict[str, float]]:
     return out
 
 
+def _sample_set(name: str, limit: int, into: Path) -> Path:
+    """A folder holding at most ``limit`` of the set's queries (a fixed sample)."""
+    path = SHARED_BENCH / name / "queries.jsonl"
+    if not path.is_file():
+        path = PARAPHRASES
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if len(lines) > limit:
+        lines = random.Random(0).sample(lines, limit)
+    folder = into / name
+    folder.mkdir()
+    (folder / "queries.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return folder
+
+
+def _scale_quality(engine: Engine, limit: int) -> dict[str, Any]:
+    """The default search's hit@3 and nDCG@10 on the scale catalog, exact leg against HNSW leg:
+    the sets' gold tools are the catalog's real tools, so this is what a user sees of the
+    recall above."""
+    from toolscout.eval.run import evaluate
+
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in SETS[:3]:
+            folder = _sample_set(name, limit, Path(tmp))
+            row: dict[str, dict[str, float]] = {}
+            for leg in ("exact", "ann"):
+                engine.store.ann.enabled = leg == "ann"  # type: ignore[attr-defined]
+                report = evaluate(engine, folder)
+                row[leg] = {k: round(100 * report.overall[k], 2) for k in ("ndcg@10", "hit@3")}
+            engine.store.ann.enabled = True  # type: ignore[attr-defined]
+            out[name] = row
+            print(json.dumps({"quality": {name: row}}), flush=True)
+    return out
+
+
 def sets_bench(
     names: list[str], efs: list[int], limit: int | None, quality: bool
 ) -> dict[str, Any]:
@@ -182,7 +218,9 @@ def sets_bench(
     return results
 
 
-def scale_bench(size: int, efs: list[int], limit: int, keep: Path | None) -> dict[str, Any]:
+def scale_bench(
+    size: int, efs: list[int], limit: int, keep: Path | None, quality: int = 0
+) -> dict[str, Any]:
     """``keep``: the index ``bench/latency.py search --keep`` keeps (``KEEP/<size>``), reused
     when complete, else built there."""
     from latency import KEPT, build_index
@@ -206,9 +244,11 @@ def scale_bench(size: int, efs: list[int], limit: int, keep: Path | None) -> dic
         store.ann.current()
         assert store.ann.wait_built(timeout=None)
         vectors = engine.embedder.embed_query(_queries(list(SETS[:3]), limit))
-        row = {"tools": store.count(), "queries": len(vectors)}
+        row: dict[str, Any] = {"tools": store.count(), "queries": len(vectors)}
         row.update(_measure(store, vectors, efs))
         row["shard_mb"] = _size_mb(store.ann.folder)
+        if quality:
+            row["quality"] = _scale_quality(engine, quality)
         engine.close()
     print(json.dumps({size: row}), flush=True)
     return row
@@ -229,11 +269,18 @@ def main() -> int:
     c.add_argument("--ef", nargs="+", type=int, default=[GraphParams().ef])
     c.add_argument("--queries", type=int, default=600)
     c.add_argument("--keep", type=Path, help="reuse (or keep) the index in KEEP/<size>")
+    c.add_argument(
+        "--quality",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also hit@3 / nDCG@10 of N queries per set with each leg (same index)",
+    )
     args = parser.parse_args()
     if args.cmd == "sets":
         sets_bench(args.sets, args.ef, args.queries, args.quality)
     else:
-        scale_bench(args.size, args.ef, args.queries, args.keep)
+        scale_bench(args.size, args.ef, args.queries, args.keep, args.quality)
     return 0
 
 

@@ -47,8 +47,8 @@ CASES: dict[str, tuple[list[str], str]] = {
     "ann_recall_sets": (["ann_recall.py", "sets", "--sets", "seal_tools", "--queries", "10"],
                         r'"forced_graph": \{"points": \d+, "in_graph"'),
     "ann_recall_scale": (["ann_recall.py", "scale", "--size", "250", "--queries", "10",
-                          "--keep", "{out}/keep"],
-                         r'\{"250": \{"tools": 250'),
+                          "--keep", "{out}/keep", "--quality", "3"],
+                         r'"quality": \{"livemcpbench": \{"exact": \{"ndcg@10"'),
     "lexical_scale": (["lexical.py", "scale", "--sizes", "250", "--queries", "4", "--out", "{out}"],
                       r'"congruence_long": \{.*"impact": \{"overlap@10": 1\.0, '
                       r'"overlap@100": 1\.0, "spearman": 1\.0\}.*"postings": \{"overlap@10": 1\.0, '
