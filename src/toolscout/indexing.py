@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
+from functools import cached_property
 from queue import SimpleQueue
 from typing import TYPE_CHECKING, Any
 
@@ -49,9 +50,15 @@ class Prepared:
     """A tool with the derived text the store needs."""
 
     tool: Tool
-    fields: dict[str, str]
     text: str
     text_hash: str
+    enrichment: dict[str, str] | None = None
+
+    @cached_property
+    def fields(self) -> dict[str, str]:
+        """The lexical fields, analysed when first read: an index run reads them as it writes
+        each chunk, beside the next chunk's embedding, not before the first text embeds."""
+        return lexical_fields(self.tool, self.enrichment)
 
 
 def input_hash(tool: Tool, enrichment: dict[str, str] | None = None) -> str:
@@ -76,10 +83,9 @@ def input_hash(tool: Tool, enrichment: dict[str, str] | None = None) -> str:
 
 
 def prepare(tool: Tool, enrichment: dict[str, str] | None = None) -> Prepared:
-    """The lexical fields, embedding text and input hash of ``tool`` (with its enrichment)."""
-    fields = lexical_fields(tool, enrichment)
-    text = embed_text(tool, enrichment)
-    return Prepared(tool, fields, text, input_hash(tool, enrichment))
+    """The embedding text and input hash of ``tool`` (with its enrichment), and its lexical
+    fields when they are first read."""
+    return Prepared(tool, embed_text(tool, enrichment), input_hash(tool, enrichment), enrichment)
 
 
 def keep_unreadable(

@@ -7,15 +7,17 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import toolscout.indexing as indexing
+from toolscout.config import Settings
 from toolscout.embed.base import Embedder, EmbedderWrapper, Vectors
 from toolscout.engine import Engine
 from toolscout.errors import EmbedError, StoreError
-from toolscout.models import Loaded, Tool
+from toolscout.models import Loaded, SearchMode, Tool
 
 CHUNK = 8
 TOOLS = 40  # five chunks
@@ -60,13 +62,17 @@ def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(indexing, "PROGRESS_STEP", CHUNK)
 
 
-def _snapshot(engine: Engine) -> dict[str, tuple[bytes, str, tuple[tuple[str, float, bool], ...]]]:
-    """Each tool's vector bytes, text hash and skill assignments."""
+Snapshot = dict[str, tuple[bytes, str, tuple[tuple[str, float, bool], ...]]]
+
+
+def _snapshot(engine: Engine) -> tuple[Snapshot, list[tuple[str, float]]]:
+    """Each tool's vector bytes, text hash and skill assignments; and a lexical search's ids
+    and scores (the analysed fields the writes stored)."""
     ids = sorted(t.id for t in engine.store.tools.list_tools())
     vectors = engine.store.vectors(ids)
     hashes = engine.store.tools.hashes()
     assigned = engine.store.skills.assignments(ids)
-    return {
+    rows = {
         i: (
             vectors[i].tobytes(),
             hashes[i][1],
@@ -74,6 +80,8 @@ def _snapshot(engine: Engine) -> dict[str, tuple[bytes, str, tuple[tuple[str, fl
         )
         for i in ids
     }
+    found = engine.search("calendar task for project", mode=SearchMode.BM25, limit=10)
+    return rows, [(h.tool.id, h.score) for h in found.hits]
 
 
 def _embedding_threads() -> list[threading.Thread]:
@@ -82,7 +90,7 @@ def _embedding_threads() -> list[threading.Thread]:
 
 @pytest.mark.usefixtures("small_chunks")
 def test_a_pipelined_run_writes_what_one_chunk_after_the_other_writes(
-    engine: Engine, monkeypatch: pytest.MonkeyPatch
+    engine: Engine, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[tuple[int, int, float]] = []
     before = sys.getswitchinterval()
@@ -98,13 +106,17 @@ def test_a_pipelined_run_writes_what_one_chunk_after_the_other_writes(
     assert {i for _, _, i in seen[1:]} == {indexing.HANDOFF_S}
     assert sys.getswitchinterval() == before
     piped = _snapshot(engine)
+    assert len(piped[1]) == 10
     state = engine.store.skills.classification_state()
-    assert all(state[i][1] == "done" for i in piped)  # every tool classified in its chunk
+    assert all(state[i][1] == "done" for i in piped[0])  # every tool classified in its chunk
 
-    engine.store.delete(sorted(piped))
     monkeypatch.setattr(indexing, "AHEAD", 0)
-    engine.index([Loaded(source="p", tools=_tools())])
-    assert _snapshot(engine) == piped
+    serial = Engine.open(Settings(db=str(tmp_path / "serial.db"), cache_dir=settings.cache_dir))
+    try:
+        serial.index([Loaded(source="p", tools=_tools())])
+        assert _snapshot(serial) == piped
+    finally:
+        serial.close()
     assert not _embedding_threads()
 
 
