@@ -1,6 +1,6 @@
 """Cold indexing: tools per second and peak memory of a full ``Engine.index`` of fresh tools.
 
-    python bench/cold_index.py [--size 10000] [--paths before after] [--rounds 1]
+    python bench/cold_index.py [--size 10000] [--paths before sessions after] [--rounds 1]
 
 Each run is a fresh process (its peak RSS is its own) that indexes ``--size`` tools of the
 scale catalog (bench/catalogs.py: the real tools, then renamed variants, so every text is new)
@@ -17,13 +17,15 @@ settings: the packaged model, offline enrichment, skills classification. Paths:
   in turn (the path before the side-by-side sessions).
 
 Besides tools/s, wall and CPU seconds and peak RSS, each run reports the CPU seconds (user +
-sys of the threads doing it) of each stage: ``plan`` (enrichment, text analysis, hashes),
-``embed`` (the model, summed over its threads), ``write`` (the store's upserts) and ``skills``
-(classification and centroids).
+sys of the threads doing it) of each stage, each stage's own: ``plan`` (enrichment, embedding
+texts, hashes), ``write`` (each chunk's lexical analysis and upsert), ``skills``
+(classification and centroids) and ``embed`` (the rest of the process's CPU: the model, on
+whichever threads run it). The ``before`` and ``sessions`` paths are today's code with the
+pipeline switched off and the skills classified after the writes, as they were.
 
-Rounds alternate the paths (``before, after, before, after...``) so a change in the machine's
-load falls on both. Printed: one JSON line per run, then the median tools/s of each path and
-their ratio.
+Rounds alternate the paths (``before, sessions, after, before...``) so a change in the
+machine's load falls on all of them. Printed: one JSON line per run, then the median tools/s
+of each path and the ratios of ``after`` to the others.
 """
 
 from __future__ import annotations
@@ -57,12 +59,13 @@ PATHS = ("before", "sessions", "after")
 
 
 class StageClock:
-    """CPU seconds of the calling threads inside wrapped functions, by stage (thread-safe)."""
+    """CPU seconds of the calling threads inside wrapped functions, by stage, each stage's
+    own: a stage entered inside another is taken off the outer one (thread-safe)."""
 
     def __init__(self) -> None:
         self.cpu: dict[str, float] = {}
         self._lock = threading.Lock()
-        self._inside = threading.local()
+        self._local = threading.local()
 
     def wrap(self, owner: Any, name: str, stage: str) -> None:
         inner = getattr(owner, name)
@@ -70,17 +73,18 @@ class StageClock:
 
         @functools.wraps(inner)
         def timed(*args: Any, **kwargs: Any) -> Any:
-            if getattr(clock._inside, "on", False):  # nested: counted by the outer stage
-                return inner(*args, **kwargs)
-            clock._inside.on = True
+            stack: list[str] = clock._local.__dict__.setdefault("stack", [])
+            stack.append(stage)
             start = time.thread_time()
             try:
                 return inner(*args, **kwargs)
             finally:
                 spent = time.thread_time() - start
-                clock._inside.on = False
+                stack.pop()
                 with clock._lock:
                     clock.cpu[stage] = clock.cpu.get(stage, 0.0) + spent
+                    if stack:
+                        clock.cpu[stack[-1]] = clock.cpu.get(stack[-1], 0.0) - spent
 
         setattr(owner, name, timed)
 
@@ -125,13 +129,13 @@ def one_run(path: str, size: int) -> dict[str, object]:
     clock.wrap(engine_module, "plan_index", "plan")
     clock.wrap(SkillService, "after_index", "skills")
     clock.wrap(WrittenClassifier, "__call__", "skills")
+    clock.wrap(indexing.IndexWriter, "_store", "write")
     tools = []
     for raw in build_catalog(size):
         raw.pop("variant_of", None)
         tools.append(parse_entry(raw, source="bench"))
     with tempfile.TemporaryDirectory() as tmp:
         engine = Engine.open(Settings(db=str(Path(tmp) / "cold.db"), cache_dir=tmp))
-        clock.wrap(engine.store, "upsert", "write")
         clock.cpu.clear()  # opening embeds the starter skills
         t0 = time.perf_counter()
         cpu0 = time.process_time()
