@@ -3,7 +3,9 @@ on a scale catalog.
 
     PYTHONPATH=src python bench/ann_recall.py sets [--sets NAME ...] [--ef 64 128 200]
     PYTHONPATH=src python bench/ann_recall.py scale --size 100000 [--queries 600] [--ef ...]
-                                                    [--keep DIR]
+                                                    [--keep DIR] [--quality N]
+    PYTHONPATH=src python bench/ann_recall.py clusters [--bases 1000] [--per-base 14 141]
+                                                       [--m 16 32] [--ef 400 1600]
 
 ``sets``: each shared set's tools are indexed as the product indexes them (offline enrichment,
 the default model, vectors from the cache) in a store whose HNSW leg answers from the first
@@ -16,6 +18,10 @@ tasks (tests/data/livemcp_paraphrase) stand in. ``scale``: the bench/catalogs.py
 vectors of their base), the product's configuration, queries from the three sets'
 ``queries.jsonl``; ``--quality N`` adds the default search's hit@3 and nDCG@10 over N queries
 of each of those sets (their gold tools are the catalog's real tools) with each leg.
+``clusters``: why recall falls at 1M. ``--bases`` real tool vectors, each with ``n - 1``
+near-copies made as the scale catalogs make them (``--per-base``; the 100k catalog has ~14 tools
+per real tool, the 1M catalog ~141), in the product's shard at each ``--m``: recall@10 against
+exact search for the three sets' queries.
 
 Each query runs twice on the same vectors: unfiltered, and restricted to the primary skill of
 the exact top hit (a hierarchical search's filter). recall@10: the share of the exact top 10
@@ -45,8 +51,9 @@ from shared_data import SHARED_BENCH
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.eval.run import load_queries
+from toolscout.ingest.entries import parse_entry
 from toolscout.ingest.jsonfile import CatalogFile
-from toolscout.models import Filters, Scored
+from toolscout.models import Filters, Loaded, Scored
 from toolscout.store.sqlite import SQLiteStore
 from toolscout.store.sqlite.ann import GraphParams
 
@@ -254,6 +261,79 @@ def scale_bench(
     return row
 
 
+def _real_vectors() -> NDArray[np.float32]:
+    """The real tools of the scale catalog's sets, embedded by the default model (cached)."""
+    from catalogs import SETS as CATALOG_SETS
+    from catalogs import load_real
+
+    real = load_real(SHARED_BENCH, CATALOG_SETS)
+    with tempfile.TemporaryDirectory() as tmp:
+        engine = _open(tmp)
+        engine.index([Loaded(source="bench", tools=[parse_entry(r, source="bench") for r in real])])
+        ids = [str(r["id"]) for r in real]
+        found = engine.store.vectors(ids)
+        engine.close()
+    return np.stack([found[i] for i in ids]).astype(np.float32)
+
+
+def clusters_bench(
+    bases: int, per_base: list[int], ms: list[int], efs: list[int], queries: int
+) -> list[dict[str, Any]]:
+    """HNSW recall on clusters of near-copies, the product's shard (GraphParams) but for ``m``:
+    ``bases`` real tool vectors, each with ``n - 1`` variants made as bench/latency.py makes
+    them (Gaussian noise, sigma 0.02 per dimension, renormalised), for each ``n`` in
+    ``per_base``. The 100k catalog has ~14 tools per base and the 1M catalog ~141."""
+    real = _real_vectors()
+    rng = np.random.default_rng(0)
+    centres = real[rng.choice(len(real), min(bases, len(real)), replace=False)]
+    from toolscout.store.sqlite.ann.shard import EdgeIndex, Row
+
+    engine_dir = tempfile.TemporaryDirectory()
+    engine = _open(engine_dir.name)
+    vectors = engine.embedder.embed_query(_queries(list(SETS[:3]), queries))
+    engine.close()
+    engine_dir.cleanup()
+    rows_out: list[dict[str, Any]] = []
+    for n in per_base:
+        noise = rng.normal(0, 0.02, (n - 1, *centres.shape)).astype(np.float32)
+        copies = centres[None, :, :] + noise
+        copies /= np.linalg.norm(copies, axis=2, keepdims=True)
+        points = np.concatenate([centres, copies.reshape(-1, centres.shape[1])])
+        exact = np.argsort(-(vectors @ points.T), axis=1)[:, :10]
+        for m in ms:
+            graph = replace(GraphParams(), m=m)
+            with tempfile.TemporaryDirectory() as tmp:
+                index = EdgeIndex.create(
+                    Path(tmp) / "s", epoch="b", dim=points.shape[1], graph=graph
+                )
+                step = 5000
+                for start in range(0, len(points), step):
+                    chunk = points[start : start + step]
+                    index.apply(
+                        [
+                            Row(start + i + 1, str(start + i), None, None, "tool", [], v)
+                            for i, v in enumerate(chunk)
+                        ],
+                        [],
+                    )
+                index.optimize()
+                row: dict[str, Any] = {"points": len(points), "per_base": n, "m": m}
+                for ef in efs:
+                    index.graph = replace(graph, ef=ef)
+                    found = index.nearest_many(
+                        vectors, limit=10, filters=None, ids_of=lambda r: {i: str(i - 1) for i in r}
+                    )
+                    got = [{int(h.id) for h in run} for run in found]
+                    recall = [
+                        len(g & set(e.tolist())) / 10 for g, e in zip(got, exact, strict=True)
+                    ]
+                    row[f"recall@10 ef={ef}"] = round(float(np.mean(recall)), 4)
+                index.close()
+            rows_out.append(row)
+            print(json.dumps({"clusters": row}), flush=True)
+    return rows_out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -276,8 +356,16 @@ def main() -> int:
         metavar="N",
         help="also hit@3 / nDCG@10 of N queries per set with each leg (same index)",
     )
+    k = sub.add_parser("clusters")
+    k.add_argument("--bases", type=int, default=1000)
+    k.add_argument("--per-base", nargs="+", type=int, default=[14, 141])
+    k.add_argument("--m", nargs="+", type=int, default=[GraphParams().m])
+    k.add_argument("--ef", nargs="+", type=int, default=[GraphParams().ef])
+    k.add_argument("--queries", type=int, default=200)
     args = parser.parse_args()
-    if args.cmd == "sets":
+    if args.cmd == "clusters":
+        clusters_bench(args.bases, args.per_base, args.m, args.ef, args.queries)
+    elif args.cmd == "sets":
         sets_bench(args.sets, args.ef, args.queries, args.quality)
     else:
         scale_bench(args.size, args.ef, args.queries, args.keep, args.quality)

@@ -54,7 +54,7 @@ from toolscout.eval.metrics import calibration_error, mean, reliability, score_q
 from toolscout.models import Scored, Tool
 from toolscout.search.config import SearchConfig, WholeRequest
 from toolscout.search.hybrid import HybridSearcher
-from toolscout.search.rank import Legs, features, load_ranker
+from toolscout.search.rank import Legs, features, load_ranker, rerank
 from toolscout.search.rank import Ranker as Learned
 
 METRICS = ("hit@3", "ndcg@10")
@@ -301,8 +301,9 @@ def reliability_figure(report: dict[str, Any], system: str, split: str = "dev") 
 
 def rescore_ms(folder: Path | None, runs: int = 200) -> dict[str, float]:
     """Best and median milliseconds the ranker (the packaged one unless ``folder``) takes to
-    re-score 100 candidates into probabilities, and the same with ``ranker.json``'s logistic
-    map in place of its score map (``logistic_*``), timed in turns."""
+    re-score 100 candidates into probabilities as a search does (their rows, the trees, the
+    probabilities, the order), and the same with ``ranker.json``'s logistic map in place of its
+    score map (``logistic_*``), timed in turns."""
     ranker = load_ranker(folder)
     plain = replace(ranker, rankcal=None)
     hits = [Scored(f"t{i}", 0.8 - i / 200) for i in range(100)]
@@ -313,8 +314,7 @@ def rescore_ms(folder: Path | None, runs: int = 200) -> dict[str, float]:
     for _ in range(runs):
         for name, which in (("map", ranker), ("logistic", plain)):
             t0 = time.perf_counter()
-            x = features(legs, ids, ["tool"], tools)
-            which.probabilities(which.scores(x), x)
+            rerank(which, legs, ids, features(legs, ids, ["tool"], tools))
             took[name].append((time.perf_counter() - t0) * 1000)
     out = {}
     for name, values in took.items():

@@ -31,6 +31,11 @@ same query before the next query, so load on a shared machine hits every variant
 * ``light_rows`` - ``shipped`` with the ranker's candidates read the previous way: every
   candidate's light row from the store on every search, its name analysed (the ``rerank``
   stage of the two shows what remembering names and servers per index version saves);
+* ``row_ranker`` - ``shipped`` with the ranker's stage built the previous way: each run looked
+  up through a dict of its own, the features a row at a time, the trees' masks gathered and
+  combined a feature at a time for every feature (the request's own ones included), and the
+  order sorted in Python (tests/support/rank_reference.py; the ``rerank`` stage of the two
+  shows what building the rows a column at a time saves);
 * ``cold_names`` - ``shipped`` with nothing remembered: every candidate's name and server read
   with the store's narrow read on every search (a request whose candidates no search has met
   since the last write; the others find the ones an earlier variant read for the same query);
@@ -49,12 +54,13 @@ that has just warmed the caches with the same query.
 The legs are the product's for the catalog's size (at 100k: the HNSW shard and the posting
 index). Printed per request kind and variant: total wall p50 / p95 / p99, process CPU per search
 (p50), each stage's p50 / p95 (embedding, lexical leg, vector leg, the learned ranker's
-re-scoring with its candidates' read, hits; ``other``: the rest, the wall time less the stages, so
-below zero where the legs overlapped), when the embedding began after the search did and how
-long the vector leg then waited for its vectors (p50 / p95), the share of searches a garbage
-collection ran in, its longest pause and the share with a full (generation 2) collection, and
-whether every variant returned the same ids and scores as the first (they must: no variant
-but ``hand_fusion`` and ``whole_embedded`` change results).
+re-scoring with its candidates' read (and, as ``names``, that read alone), hits; ``other``: the
+rest, the wall time less the stages, so below zero where the legs overlapped), when the
+embedding began after the search did and how long the vector leg then waited for its vectors
+(p50 / p95), the share of searches a garbage collection ran in, its longest pause and the
+share with a full (generation 2) collection, and whether every variant returned the same ids
+and scores as the first (they must: no variant but ``hand_fusion`` and ``whole_embedded``
+change results).
 Read timings as ratios within one run; take figures from a quiet machine only.
 """
 
@@ -78,7 +84,10 @@ import qdrant_edge as qe
 from numpy.typing import NDArray
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# The ranker's previous stage, which the tests check the product's against.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from latency import CACHE, KEPT, _postings, _queries, build_index
+from support.rank_reference import previous_rerank, reference_rows
 from toolscout.config import Settings
 from toolscout.embed import onnx
 from toolscout.embed.onnx import OnnxEmbedder
@@ -95,13 +104,16 @@ from toolscout.store.sqlite.ann.shard import EdgeIndex
 
 VARIANTS = (
     *("previous", "one_thread", "split", "pool_embeds", "shipped", "hashed_hits", "frozen"),
-    *("hand_fusion", "light_rows", "cold_names", "alternating", "whole_embedded"),
+    *("hand_fusion", "light_rows", "row_ranker", "cold_names", "alternating", "whole_embedded"),
 )
 #: Variants that rank otherwise, left out of the same-answers check.
 RANKS_OTHERWISE = ("hand_fusion", "whole_embedded")
 #: Variants that run the shipped path but for the one part they replace.
-SHIPPED_TOO = ("light_rows", "cold_names", "alternating", "whole_embedded")
+SHIPPED_TOO = ("light_rows", "row_ranker", "cold_names", "alternating", "whole_embedded")
 STAGES = ("embed", "lexical", "vector", "rerank", "hits")
+#: Parts of a stage above, timed on their own: ``names``, the ranker's read of its candidates'
+#: names and servers (remembered per index version) within ``rerank``.
+NESTED = ("names",)
 SHIPPED_NEAREST = EdgeIndex.nearest_many
 SHIPPED_LIGHT_TOOL = tool_rows.row_to_light_tool
 SHIPPED_HALVES = onnx.balanced_halves
@@ -120,6 +132,16 @@ def _light_rows_features(
     """The previous candidate read: every candidate's light row, on every search."""
     ids = [h.id for h in legs.fused[: searcher.config.candidates]]
     return ids, features(legs, ids, tokens, searcher.store.tools.get_light(ids))
+
+
+def _row_rerank(
+    searcher: HybridSearcher, ranker: Any, legs: Legs, tokens: list[str], version: Any
+) -> tuple[list[Scored], dict[str, float]]:
+    """The ranker's previous stage: rows a run and a candidate at a time, masks a feature at
+    a time (the candidates' names and servers remembered as in the shipped path)."""
+    ids = [h.id for h in legs.fused[: searcher.config.candidates]]
+    x = reference_rows(legs, ids, tokens, searcher.seen.get(ids, version))
+    return previous_rerank(ranker, legs, ids, x)
 
 
 def _hashed_light_tool(row: Any) -> Tool:
@@ -223,6 +245,10 @@ def _use(engine: Engine, variant: str) -> None:
         searcher.candidate_features = functools.partial(_light_rows_features, searcher)  # type: ignore[method-assign]
     else:
         searcher.__dict__.pop("candidate_features", None)
+    if variant == "row_ranker":
+        searcher._rerank = functools.partial(_row_rerank, searcher)  # type: ignore[method-assign]
+    else:
+        searcher.__dict__.pop("_rerank", None)
     if variant == "cold_names":
         searcher.seen = CandidateCache(engine.store.tools)
     onnx.balanced_halves = _alternating if variant == "alternating" else SHIPPED_HALVES  # type: ignore[assignment]
@@ -243,6 +269,7 @@ def _stages(
         (engine.store, "lexical", "lexical"),
         (engine.store, "nearest_many", "vector"),
         (service.searcher, "_rerank", "rerank"),
+        (service.searcher.seen, "get", "names"),
         (service.hierarchical, "hits", "hits"),
     ]
 
@@ -308,7 +335,7 @@ def _summary(rows: list[dict[str, float]]) -> dict[str, Any]:
 
     out: dict[str, Any] = {f"total_p{q}": p("total", q) for q in (50, 95, 99)}
     out["cpu_p50"] = p("cpu", 50)
-    out["stages_p50_p95"] = {s: [p(s, 50), p(s, 95)] for s in (*STAGES, "other")}
+    out["stages_p50_p95"] = {s: [p(s, 50), p(s, 95)] for s in (*STAGES, *NESTED, "other")}
     out["handoff_p50_p95"] = {s: [p(s, 50), p(s, 95)] for s in ("embed_start", "vector_wait")}
     out["gc_share"] = round(sum(1 for r in rows if r["gc"] > 0) / len(rows), 3)
     out["gc_max_ms"] = round(max(r["gc"] for r in rows), 2)
@@ -351,7 +378,10 @@ def _ratios(out: dict[str, Any]) -> dict[str, float | None]:
             ratios[f"shipped_over_{v}_p95"] = round(
                 out["shipped"]["total_p95"] / out[v]["total_p95"], 3
             )
-    for v, stage in (("light_rows", "rerank"), ("cold_names", "rerank"), ("alternating", "embed")):
+    for v, stage in (
+        *(("light_rows", "rerank"), ("row_ranker", "rerank")),
+        *(("cold_names", "rerank"), ("alternating", "embed")),
+    ):
         if v in out and "shipped" in out:
             mine, theirs = (out[w]["stages_p50_p95"][stage][0] for w in ("shipped", v))
             ratios[f"{stage}_shipped_over_{v}_p50"] = round(mine / theirs, 3) if theirs else None

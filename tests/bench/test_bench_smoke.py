@@ -49,6 +49,9 @@ CASES: dict[str, tuple[list[str], str]] = {
     "ann_recall_scale": (["ann_recall.py", "scale", "--size", "250", "--queries", "10",
                           "--keep", "{out}/keep", "--quality", "3"],
                          r'"quality": \{"livemcpbench": \{"exact": \{"ndcg@10"'),
+    "ann_recall_clusters": (["ann_recall.py", "clusters", "--bases", "30", "--per-base", "3",
+                             "--queries", "5"],
+                            r'"clusters": \{"points": 90, "per_base": 3, "m": 16, "recall@10 ef=400"'),
     "lexical_scale": (["lexical.py", "scale", "--sizes", "250", "--queries", "4", "--out", "{out}"],
                       r'"congruence_long": \{.*"impact": \{"overlap@10": 1\.0, '
                       r'"overlap@100": 1\.0, "spearman": 1\.0\}.*"postings": \{"overlap@10": 1\.0, '

@@ -1,10 +1,14 @@
-"""The learned ranker's view of its candidates, remembered per index version: the same answers,
-to the bit, as reading every candidate's light row from the store on every search, and no read
-once a version's candidates are known."""
+"""The learned ranker's stage: its view of its candidates, remembered per index version, and its
+rows built a feature at a time and scored from bit masks give the same answers, to the bit, as
+reading every candidate's light row on every search, building each row through a dict per run
+and walking every tree node by node (tests/support/rank_reference.py); and no read once a
+version's candidates are known."""
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterator, Sequence
+from dataclasses import replace
+from functools import cache
 from importlib import resources
 from pathlib import Path
 
@@ -12,14 +16,24 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
+from support.rank_reference import Tree, read_trees, reference_rerank, reference_rows, walk
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.eval.run import load_queries
 from toolscout.ingest.jsonfile import CatalogFile
-from toolscout.models import Loaded, Tool
+from toolscout.models import Loaded, Scored, Tool
 from toolscout.search.candidates import CandidateCache, candidate, missing
 from toolscout.search.hybrid import HybridSearcher
-from toolscout.search.rank import Legs, features
+from toolscout.search.rank import (
+    FEATURES,
+    MODEL_FILE,
+    REQUEST_COLUMNS,
+    Legs,
+    Ranker,
+    candidate_rows,
+    features,
+    rerank,
+)
 from toolscout.store.roles import ToolReads
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -34,6 +48,33 @@ class LightRowSearcher(HybridSearcher):
     ) -> tuple[list[str], NDArray[np.float64]]:
         ids = [h.id for h in legs.fused[: self.config.candidates]]
         return ids, features(legs, ids, tokens, self.store.tools.get_light(ids))
+
+
+class ReferenceSearcher(HybridSearcher):
+    """The whole stage the plain way: every candidate's light row read on every search, each
+    row built through a dict per run, every tree walked node by node, the order sorted in
+    Python."""
+
+    @property
+    def trees(self) -> list[Tree]:
+        return _packaged_trees()
+
+    def _rerank(
+        self, ranker: Ranker, legs: Legs, tokens: list[str], version: Hashable | None
+    ) -> tuple[list[Scored], dict[str, float]]:
+        ids = [h.id for h in legs.fused[: self.config.candidates]]
+        light = self.store.tools.get_light(ids)
+        seen = {
+            t: candidate(t, light[t].name, light[t].server) if t in light else missing(t)
+            for t in ids
+        }
+        x = reference_rows(legs, ids, tokens, seen)
+        return reference_rerank(ranker, self.trees, legs, ids, x)
+
+
+@cache
+def _packaged_trees() -> list[Tree]:
+    return read_trees(resources.files("toolscout.search").joinpath(MODEL_FILE).read_text("utf-8"))
 
 
 class CountingReads:
@@ -80,6 +121,68 @@ def test_remembered_candidates_give_the_answers_of_reading_every_row(ranked: Eng
     warm = _answers(searcher, requests)
     assert cold == expected and warm == expected
     before.close()
+
+
+def test_the_stage_gives_the_answers_of_building_it_the_plain_way(ranked: Engine) -> None:
+    searcher = ranked.searcher
+    plain = ReferenceSearcher(
+        ranked.store, searcher.embedder, searcher.config, ranker=searcher.ranker
+    )
+    requests = [*_requests(), "snow", "list", "the of and"]
+    expected = _answers(plain, requests)
+    assert _answers(searcher, requests) == expected
+    plain.close()
+
+
+def test_feature_rows_are_the_plain_rows_to_the_bit(ranked: Engine) -> None:
+    """Single- and multi-intent requests, a request the lexical leg finds nothing for, legs
+    without a whole-request run and a candidate the store does not hold."""
+    searcher = ranked.searcher
+    checked = 0
+    for text in [*_requests(), "zzzz qqqq"]:
+        legs, tokens = searcher.legs(text)
+        ids = [h.id for h in legs.fused[: searcher.config.candidates]]
+        seen = searcher.seen.get(ids, None)
+        variants = [legs, replace(legs, whole=()), replace(legs, whole=list(legs.vector))]
+        for case in variants:
+            for who in (ids, [*ids[:-1], "not.stored"]):
+                views = {**seen, "not.stored": missing("not.stored")}
+                want = reference_rows(case, who, tokens, views)
+                got = candidate_rows(case, who, tokens, views)
+                assert got.shape == want.shape == (len(who), len(FEATURES))
+                assert got.tobytes() == np.ascontiguousarray(want).tobytes(), text
+                checked += 1
+    assert checked > 20
+
+
+def test_masks_find_the_leaves_a_walk_finds(ranked: Engine) -> None:
+    """The packaged trees on random rows (each thresholds' own values among them) and on rows
+    whose request columns every row shares, read once: the sums of a node-by-node walk."""
+    ranker = ranked.searcher.ranker
+    assert ranker is not None
+    trees = _packaged_trees()
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(60, len(FEATURES)))
+    for j, (f, cuts) in enumerate(zip(ranker.trees.features, ranker.trees.thresholds, strict=True)):
+        x[j % 60, f] = cuts[j % cuts.size]
+    assert ranker.scores(x).tobytes() == walk(trees, x).tobytes()
+    x[:, :REQUEST_COLUMNS] = x[0, :REQUEST_COLUMNS]
+    shared = ranker.scores(x, shared=REQUEST_COLUMNS)
+    assert shared.tobytes() == walk(trees, x).tobytes()
+
+
+def test_ties_go_by_id_as_a_sort_in_python_puts_them(ranked: Engine) -> None:
+    ranker = ranked.searcher.ranker
+    assert ranker is not None
+    legs, tokens = ranked.searcher.legs("send an email to the team")
+    ids = [h.id for h in legs.fused[:30]]
+    x = np.ascontiguousarray(candidate_rows(legs, ids, tokens, ranked.searcher.seen.get(ids, None)))
+    x[10:20] = x[5]  # ten more rows exactly like row 5: their scores tie
+    got = rerank(ranker, legs, ids, x)
+    want = reference_rerank(ranker, _packaged_trees(), legs, ids, x)
+    assert got == want
+    tied = [h.id for h in got[0] if h.id in {ids[i] for i in (5, *range(10, 20))}]
+    assert tied == sorted(tied)
 
 
 def test_known_candidates_are_not_read_again_at_the_same_version(ranked: Engine) -> None:

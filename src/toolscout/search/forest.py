@@ -8,12 +8,16 @@ those of f's splits with a threshold below it, a prefix of f's splits sorted by 
 the masks of every prefix are combined once at load (:attr:`Forest.table`) and a row needs one
 binary search per feature, one gather of a row of masks per feature, one AND across features,
 and the lowest set bit of each tree's mask: about a third of the time of walking the same
-trees level by level (docs/benchmarks/ranking.md).
+trees level by level (docs/benchmarks/ranking.md). The masks are combined as 64-bit words, four
+trees a word, and columns that every row shares (a request's own features, the same for all
+its candidates) are searched and combined once for all rows.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import NDArray
@@ -48,22 +52,54 @@ class Forest:
         """How many trees the forest holds."""
         return self.values.size // self.leaves
 
-    def predict(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+    @cached_property
+    def _wide(self) -> NDArray[np.uint64]:
+        """:attr:`table` with its rows padded to whole 64-bit words (four trees a word, the
+        padding's leaves all possible), read as words: one AND covers four trees."""
+        pad = (-self.table.shape[1]) % 4
+        table = np.pad(self.table, ((0, 0), (0, pad)), constant_values=0xFFFF)
+        return np.ascontiguousarray(table).view(np.uint64)
+
+    @cached_property
+    def _all_leaves(self) -> NDArray[np.uint64]:
+        """One row of :attr:`_wide` with every leaf possible (no test failed yet)."""
+        return np.full(self._wide.shape[1], np.uint64(0xFFFFFFFFFFFFFFFF))
+
+    @cached_property
+    def _cuts(self) -> tuple[list[float], ...]:
+        """:attr:`thresholds` as lists, for a value every row shares (one bisection, no array)."""
+        return tuple(c.tolist() for c in self.thresholds)
+
+    def predict(self, x: NDArray[np.float64], shared: int = 0) -> NDArray[np.float64]:
         """The sum of the trees' leaf values for each row of ``x`` (LightGBM's, except that it
-        reads a value within 1e-35 of 0 as 0, which no ranker feature takes)."""
+        reads a value within 1e-35 of 0 as 0, which no ranker feature takes). ``shared``: the
+        first ``shared`` columns hold one value for every row (the request's own features),
+        read from the first row once."""
         n = x.shape[0]
         if n == 0:
             return np.zeros(0)
         if not self.features:
             return np.full(n, self.values.reshape(-1, self.leaves)[:, 0].sum())
-        rows = np.empty((len(self.features), n), dtype=np.int64)
-        for j, (f, cut) in enumerate(zip(self.features, self.thresholds, strict=True)):
-            rows[j] = np.searchsorted(cut, x[:, f], side="left")
-        rows += self.offsets[:, None]
-        masks = self.table.take(rows[0], axis=0)
-        for row in rows[1:]:
-            masks &= self.table.take(row, axis=0)
-        leaf = _LOWEST.take(masks).astype(np.int64)
+        wide, offsets = self._wide, self.offsets
+        common = self._all_leaves.copy()
+        per_row: list[int] = []
+        for j, f in enumerate(self.features):
+            if f < shared:
+                common &= wide[offsets[j] + bisect_left(self._cuts[j], float(x[0, f]))]
+            else:
+                per_row.append(j)
+        masks = np.empty((n, wide.shape[1]), dtype=np.uint64)
+        masks[:] = common
+        if per_row:
+            # One row per feature, contiguous: the bisections read them in turn.
+            columns = x.T[[self.features[j] for j in per_row]]
+            rows = np.empty((len(per_row), n), dtype=np.int64)
+            for k, j in enumerate(per_row):
+                # The array's method: np.searchsorted adds a Python frame per call.
+                rows[k] = self.thresholds[j].searchsorted(columns[k], side="left")
+            rows += offsets[per_row, None]
+            masks &= np.bitwise_and.reduce(wide.take(rows, axis=0), axis=0)
+        leaf = _LOWEST.take(masks.view(np.uint16)[:, : self.size]).astype(np.int64)
         leaf += self.starts
         out: NDArray[np.float64] = self.values.take(leaf).sum(axis=1)
         return out

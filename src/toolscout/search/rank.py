@@ -13,7 +13,8 @@ BM25 evidence). Gradient-boosted trees were chosen over a linear
 model because the legs' value depends on context (BM25 counts when the request restates rare
 words, not when it shares one stray term), which trees learn without hand-made interactions;
 LambdaRank optimises the first places directly. Monotone constraints (:data:`MONOTONE`) keep
-it from learning to punish a candidate for more evidence.
+it from learning to punish a candidate for more evidence. The rows are built in
+search/rankrows.py (the names are re-exported here).
 
 The model is LightGBM's own text dump (``ranker.txt``), evaluated with numpy
 (search/forest.py), so serving needs no LightGBM. It is off by default
@@ -32,9 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -44,41 +43,19 @@ import numpy as np
 from numpy.typing import NDArray
 
 from toolscout.errors import ConfigError
-from toolscout.models import Scored, Tool
-from toolscout.search.candidates import Candidate, candidate, missing
+from toolscout.models import Scored
 from toolscout.search.forest import Forest, parse_lightgbm
 from toolscout.search.rankcal import RankCalibration, load_rank_calibration
+from toolscout.search.rankrows import FEATURES as FEATURES
+from toolscout.search.rankrows import REQUEST_COLUMNS as REQUEST_COLUMNS
+from toolscout.search.rankrows import RRF_K as RRF_K
+from toolscout.search.rankrows import WHOLE_COLUMNS as WHOLE_COLUMNS
+from toolscout.search.rankrows import Legs as Legs
+from toolscout.search.rankrows import candidate_rows as candidate_rows
+from toolscout.search.rankrows import features as features
 
 MODEL_FILE = "ranker.txt"
 META_FILE = "ranker.json"
-
-#: The ranker's inputs, in column order (see the module docstring).
-FEATURES: tuple[str, ...] = (
-    "intents",
-    "log_tools",
-    "lexical_evidence",
-    "best_cosine",
-    "median_cosine",
-    "query_tokens",
-    "cosine",
-    "cosine_gap",
-    "cosine_z",
-    "vector_rank",
-    "lexical",
-    "lexical_relative",
-    "lexical_rank",
-    "fused",
-    "fused_rank",
-    "name_overlap",
-    "name_covered",
-    "server_best_gap",
-    "server_share",
-    "rrf",
-    "whole_cosine",
-    "whole_gap",
-    "whole_z",
-    "whole_rank",
-)
 
 #: How each feature may move the ranker's output, in :data:`FEATURES` order (1: never down as
 #: the feature grows, -1: never up, 0: free). Evidence for a candidate may only help it, so a
@@ -87,150 +64,6 @@ MONOTONE: tuple[int, ...] = (
     *(0, 0, 0, 0, 0, 0, 1, 1, 1, -1, 1, 1, -1, 1, -1, 1, 1, 0, 0, 1),
     *(1, 1, 1, -1),
 )
-
-#: The whole request's columns, last in :data:`FEATURES`.
-WHOLE_COLUMNS = 4
-
-#: The k of the reciprocal-rank feature, as in RRF.
-RRF_K = 60.0
-
-
-@dataclass(frozen=True)
-class Legs:
-    """What one hybrid search's legs returned, best first. ``whole``: the nearest tools to the
-    whole request's row (for a request of one intent, the vector leg's run)."""
-
-    lexical: Sequence[Scored]
-    vector: Sequence[Scored]
-    fused: Sequence[Scored]
-    intents: int
-    tools: int
-    whole: Sequence[Scored] = ()
-
-
-def features(
-    legs: Legs, candidates: Sequence[str], tokens: Sequence[str], tools: Mapping[str, Tool]
-) -> NDArray[np.float64]:
-    """One row of :data:`FEATURES` per candidate. ``tokens``: the request's analysed tokens;
-    ``tools``: the candidates' tools (a missing one counts as an empty tool)."""
-    seen = {
-        tid: candidate(tid, tools[tid].name, tools[tid].server) if tid in tools else missing(tid)
-        for tid in candidates
-    }
-    return candidate_rows(legs, candidates, tokens, seen)
-
-
-def candidate_rows(
-    legs: Legs, candidates: Sequence[str], tokens: Sequence[str], seen: Mapping[str, Candidate]
-) -> NDArray[np.float64]:
-    """:func:`features` from the ranker's view of each candidate (search/candidates.py), which
-    ``seen`` holds for every one of them."""
-    idf = math.log(legs.tools + 1.0)
-    crowd = np.array([h.score for h in legs.vector], dtype=np.float64)
-    best_cos = float(crowd[0]) if crowd.size else 0.0
-    floor_cos = float(crowd[-1]) if crowd.size else 0.0
-    best_lex = legs.lexical[0].score if legs.lexical else 0.0
-    query = set(tokens)
-    rows = np.empty((len(candidates), len(FEATURES)), dtype=np.float64)
-    rows[:, :6] = [
-        float(legs.intents),
-        math.log(legs.tools + 1.0),
-        best_lex / idf,
-        best_cos,
-        float(np.median(crowd)) if crowd.size else 0.0,
-        float(len(query)),
-    ]
-    cos, cos_rank = _lookup(legs.vector, candidates, floor_cos)
-    lex, lex_rank = _lookup(legs.lexical, candidates, 0.0)
-    mu = float(crowd.mean()) if crowd.size else 0.0
-    sd = float(crowd.std()) if crowd.size > 1 else 1.0
-    rows[:, 6] = cos
-    rows[:, 7] = cos - best_cos
-    rows[:, 8] = (cos - mu) / max(sd, 1e-6)
-    rows[:, 9] = np.log1p(cos_rank)
-    rows[:, 10] = lex / idf
-    rows[:, 11] = lex / best_lex if best_lex > 0 else 0.0
-    rows[:, 12] = np.log1p(lex_rank)
-    fused, fused_rank = _lookup(legs.fused, candidates, 0.0)
-    rows[:, 13] = fused
-    rows[:, 14] = np.log1p(fused_rank)
-    rows[:, 15:17] = _name_columns(candidates, query, seen)
-    rows[:, 17:19] = _server_columns(legs.vector, candidates, cos, seen)
-    # Reciprocal ranks as RRF sums them: a tool the lexical leg did not return adds nothing.
-    rrf = 1.0 / (RRF_K + cos_rank)
-    rrf += np.where(lex_rank <= len(legs.lexical), 1.0 / (RRF_K + lex_rank), 0.0)
-    rows[:, 19] = rrf * RRF_K
-    rows[:, -WHOLE_COLUMNS:] = _whole_columns(legs.whole, candidates)
-    return rows
-
-
-def _lookup(
-    run: Sequence[Scored], candidates: Sequence[str], missing: float
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Each candidate's score in ``run`` (``missing`` when it is not there) and its place from
-    1 (one past the run's end when it is not there)."""
-    at = {h.id: (r, h.score) for r, h in enumerate(run, 1)}
-    absent = (len(run) + 1, missing)
-    both = np.array([at.get(t, absent) for t in candidates], dtype=np.float64).reshape(-1, 2)
-    return both[:, 1], both[:, 0]
-
-
-def _name_columns(
-    candidates: Sequence[str], query: set[str], seen: Mapping[str, Candidate]
-) -> NDArray[np.float64]:
-    """How much of each candidate's name the request says, and how much of the request its
-    name covers."""
-    out = np.zeros((len(candidates), 2), dtype=np.float64)
-    if not query:
-        return out
-    names = [seen[tid].name for tid in candidates]
-    shared = [len(name & query) for name in names]
-    out[:, 0] = shared
-    out[:, 0] /= [len(name) or 1 for name in names]
-    out[:, 1] = shared
-    out[:, 1] /= len(query)
-    return out
-
-
-def _server_columns(
-    vector: Sequence[Scored],
-    candidates: Sequence[str],
-    cos: NDArray[np.float64],
-    seen: Mapping[str, Candidate],
-) -> NDArray[np.float64]:
-    """A tool's server peers: the best cosine among them (a request for one API often fits
-    several of its endpoints), as a gap to the vector leg's best, and their share of the
-    vector leg's first ten."""
-    servers = [seen[tid].server for tid in candidates]
-    server = dict(zip(candidates, servers, strict=True))
-    best: dict[str, float] = {}
-    for s, c in zip(servers, cos.tolist(), strict=True):
-        best[s] = max(best.get(s, -1.0), c)
-    top = Counter(server.get(h.id, h.id) for h in vector[:10])
-    size = max(1, min(10, len(vector)))
-    best_cos = vector[0].score if vector else 0.0
-    out = np.empty((len(candidates), 2), dtype=np.float64)
-    out[:, 0] = [best[s] - best_cos for s in servers]
-    out[:, 1] = [top[s] / size for s in servers]
-    return out
-
-
-def _whole_columns(run: Sequence[Scored], candidates: Sequence[str]) -> NDArray[np.float64]:
-    """Per candidate: its cosine in the whole request's run (one outside it takes the run's
-    last cosine), the gap to the run's best, its z-score and log rank in the run; zeros
-    without a run."""
-    out = np.zeros((len(candidates), WHOLE_COLUMNS), dtype=np.float64)
-    if not run:
-        return out
-    crowd = np.array([h.score for h in run], dtype=np.float64)
-    sims, rank = _lookup(run, candidates, float(crowd[-1]))
-    sd = float(crowd.std()) if crowd.size > 1 else 1.0
-    out[:, 0] = sims
-    out[:, 1] = sims - crowd[0]
-    out[:, 2] = (sims - crowd.mean()) / max(sd, 1e-6)
-    out[:, 3] = np.log1p(rank)
-    return out
-
 
 #: The calibration's inputs per candidate: the ranker's output, its gap to the request's best,
 #: the candidate's place (log of 1 + its 0-based position), and evidence that means the same
@@ -283,9 +116,11 @@ class Ranker:
     #: ``"fitted"`` when ``rankcal`` maps the scores, else why ``calibration`` does.
     calibration_status: str = "fitted"
 
-    def scores(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
-        """The ranker's raw output per row (higher is better; not a probability)."""
-        return self.trees.predict(x)
+    def scores(self, x: NDArray[np.float64], shared: int = 0) -> NDArray[np.float64]:
+        """The ranker's raw output per row (higher is better; not a probability); ``shared``:
+        how many leading columns every row shares (:data:`REQUEST_COLUMNS` for one request's
+        rows)."""
+        return self.trees.predict(x, shared)
 
     def probabilities(
         self, raw: NDArray[np.float64], x: NDArray[np.float64]
@@ -305,14 +140,24 @@ class Ranker:
 def rerank(
     ranker: Ranker, legs: Legs, ids: Sequence[str], x: NDArray[np.float64]
 ) -> tuple[list[Scored], dict[str, float]]:
-    """The candidates ``ids`` (rows of ``x``) in the ranker's order (ties by id), then the rest
-    of the fused run as it was; and each candidate's probability of being a right tool."""
-    raw = ranker.scores(x)
+    """The candidates ``ids`` (rows of ``x``, one request's: :func:`candidate_rows`) in the
+    ranker's order (ties by id), then the rest of the fused run as it was; and each candidate's
+    probability of being a right tool."""
+    raw = ranker.scores(x, shared=REQUEST_COLUMNS)
     chance = ranker.probabilities(raw, x).tolist()
+    head = [Scored(ids[i], chance[i]) for i in _order(raw, ids)]
+    return head + list(legs.fused[len(ids) :]), dict(zip(ids, chance, strict=True))
+
+
+def _order(raw: NDArray[np.float64], ids: Sequence[str]) -> list[int]:
+    """The rows by falling ``raw``, ties by id."""
+    order = (-raw).argsort(kind="stable")
+    ranked = raw[order]
+    if not (ranked[1:] == ranked[:-1]).any():
+        out: list[int] = order.tolist()
+        return out
     keys = [(-r, tid) for r, tid in zip(raw.tolist(), ids, strict=True)]
-    order = sorted(range(len(ids)), key=keys.__getitem__)
-    head = [Scored(ids[i], chance[i]) for i in order]
-    return head + list(legs.fused[len(ids) :]), {h.id: h.score for h in head}
+    return sorted(range(len(ids)), key=keys.__getitem__)
 
 
 def load_ranker(folder: Path | None = None) -> Ranker:
