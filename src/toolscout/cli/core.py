@@ -308,11 +308,8 @@ def _print_eval(report: Report, every_metric: bool) -> None:
             f" (floor {report.calibration[key].get('floor', 0.0):.3f})"
             for key, name in (("top1", "first hit"), ("top5", "first five"))
         )
-        console.print(
-            f"score calibration error (ECE, 10 bins; floor: what exact probabilities would "
-            f"show on this many hits): {errs}",
-            highlight=False,
-        )
+        # The floor: the error exact probabilities would show on this many hits.
+        console.print(f"score calibration error (ECE, 10 bins): {errs}", highlight=False)
 
 
 @app.command("eval")
