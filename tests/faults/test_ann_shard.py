@@ -124,7 +124,8 @@ def test_kill_9_between_commit_and_shard_write_is_repaired_from_the_rows(
         op = OPS[i % len(OPS)]
         full = runs[op]
         if i % 2 == 0:  # just after a COMMIT: the rows are written, the shard not yet
-            kill_at = rng.choice(full["commits"]) + 1
+            # (a COMMIT that is the run's last statement has no statement after it to kill at)
+            kill_at = rng.choice([c for c in full["commits"] if c < full["statements"]]) + 1
         else:
             kill_at = rng.randint(1, full["statements"])
         where = f"seed {SEED}, kill {i}: {op} killed before statement {kill_at}"

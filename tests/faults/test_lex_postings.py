@@ -69,7 +69,8 @@ def test_kill_9_of_a_writer_leaves_every_posting_index_as_fts5(
         op = OPS[i % len(OPS)]
         full = runs[op]
         if i % 2 == 0:  # just after a COMMIT
-            kill_at = rng.choice(full["commits"]) + 1
+            # (a COMMIT that is the run's last statement has no statement after it to kill at)
+            kill_at = rng.choice([c for c in full["commits"] if c < full["statements"]]) + 1
         else:
             kill_at = rng.randint(1, full["statements"])
         where = f"seed {SEED}, kill {i}: {op} killed before statement {kill_at}"
