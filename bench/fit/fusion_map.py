@@ -1,11 +1,7 @@
-"""The default search's scores as probabilities: a map of the fusion's product per hit.
+"""A map of the default search's scores to probabilities (bench/fit/fusion_calibration.py).
 
-The hand-set fusion's product ``P(answerable) x P(fits | answerable)`` (search/calibration.py)
-ranks well but runs far below the hit rate: ``P(fits)`` is fitted over every candidate of the
-training searches, half of them made with the gold tools taken out, and ``P(answerable)`` over a
-mix that is two thirds no-match requests. The map has two stages, both fitted on training
-requests and chosen on dev requests (``python bench/fit/fusion_calibration.py --write``, which
-writes it into ``calibration.json`` as a mode's ``score_map``):
+The hand-set fusion's score is ``P(answerable) x P(fits | answerable)`` (search/calibration.py).
+The map has two stages, both fitted on training requests and chosen on dev requests:
 
 1. a logistic model over :data:`INPUTS`, which place the hit in its request: the product's log
    odds, ``P(answerable)``'s, the hit's place, its fused score relative to the best and its
@@ -14,8 +10,9 @@ writes it into ``calibration.json`` as a mode's ``score_map``):
 2. per band of places (first hit, second to fifth, ...), an isotonic (non-decreasing) map of the
    logistic output, read by linear interpolation between its knots.
 
-The caller caps each score at the one before it, so the map never re-orders a list; it reads
-the product and never changes ``P(answerable)``, so ``no_match`` is the same with or without it.
+Capped at the score before it, a mapped score never re-orders a list, and the map never changes
+``P(answerable)`` (so ``no_match`` would be the same). It is measured here and not packaged: see
+the script's docstring for why.
 """
 
 from __future__ import annotations
@@ -118,7 +115,11 @@ class ScoreMap:
             for b in data.get("bands", [])
         )
         for b in bands:
-            if len(b.x) != len(b.y) or not b.x or any(u > v for u, v in zip(b.x, b.x[1:])):
+            if (
+                len(b.x) != len(b.y)
+                or not b.x
+                or any(u > v for u, v in zip(b.x, b.x[1:], strict=False))
+            ):
                 raise ValueError(f"score_map band {b.start} has malformed knots")
         if [b.start for b in bands] != sorted({b.start for b in bands}):
             raise ValueError("score_map bands must start at increasing places")
