@@ -149,14 +149,11 @@ def _size_mb(folder: Path) -> float:
     return round(sum(p.stat().st_blocks * 512 for p in folder.rglob("*") if p.is_file()) / 2**20, 1)
 
 
-def _quality(engine: Engine, name: str) -> dict[str, dict[str, float]]:
-    """The default search (hybrid, the engine's own embedding path) with the exact leg and with
-    the forced-graph HNSW leg, on the same index: nDCG@10 and hit@3 over every query."""
+def _legs_quality(engine: Engine, folder: Path) -> dict[str, dict[str, float]]:
+    """The default search's nDCG@10 and hit@3 over the queries in ``folder``, with the exact
+    vector leg and with the HNSW leg, on the same index."""
     from toolscout.eval.run import evaluate
 
-    folder = SHARED_BENCH / name
-    if not (folder / "queries.jsonl").is_file():
-        folder = PARAPHRASES.parent
     out: dict[str, dict[str, float]] = {}
     for leg in ("exact", "ann"):
         engine.store.ann.enabled = leg == "ann"  # type: ignore[attr-defined]
@@ -164,6 +161,15 @@ def _quality(engine: Engine, name: str) -> dict[str, dict[str, float]]:
         out[leg] = {k: round(100 * report.overall[k], 2) for k in ("ndcg@10", "hit@3")}
     engine.store.ann.enabled = True  # type: ignore[attr-defined]
     return out
+
+
+def _quality(engine: Engine, name: str) -> dict[str, dict[str, float]]:
+    """The default search (hybrid, the engine's own embedding path) with the exact leg and with
+    the forced-graph HNSW leg, on the same index: nDCG@10 and hit@3 over every query."""
+    folder = SHARED_BENCH / name
+    if not (folder / "queries.jsonl").is_file():
+        folder = PARAPHRASES.parent
+    return _legs_quality(engine, folder)
 
 
 def _sample_set(name: str, limit: int, into: Path) -> Path:
@@ -184,18 +190,10 @@ def _scale_quality(engine: Engine, limit: int) -> dict[str, Any]:
     """The default search's hit@3 and nDCG@10 on the scale catalog, exact leg against HNSW leg:
     the sets' gold tools are the catalog's real tools, so this is what a user sees of the
     recall above."""
-    from toolscout.eval.run import evaluate
-
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name in SETS[:3]:
-            folder = _sample_set(name, limit, Path(tmp))
-            row: dict[str, dict[str, float]] = {}
-            for leg in ("exact", "ann"):
-                engine.store.ann.enabled = leg == "ann"  # type: ignore[attr-defined]
-                report = evaluate(engine, folder)
-                row[leg] = {k: round(100 * report.overall[k], 2) for k in ("ndcg@10", "hit@3")}
-            engine.store.ann.enabled = True  # type: ignore[attr-defined]
+            row = _legs_quality(engine, _sample_set(name, limit, Path(tmp)))
             out[name] = row
             print(json.dumps({"quality": {name: row}}), flush=True)
     return out

@@ -1,6 +1,6 @@
 """Cold indexing: tools per second and peak memory of a full ``Engine.index`` of fresh tools.
 
-    python bench/cold_index.py [--size 10000] [--paths before after] [--rounds 1]
+    python bench/cold_index.py [--size 10000] [--paths before sessions after] [--rounds 1]
 
 Each run is a fresh process (its peak RSS is its own) that indexes ``--size`` tools of the
 scale catalog (bench/catalogs.py: the real tools, then renamed variants, so every text is new)
@@ -9,25 +9,41 @@ settings: the packaged model, offline enrichment, skills classification. Paths:
 
 * ``after`` — the shipped path: with two or more embedding threads, a per-call graph's documents
   are shared among one single-threaded session per thread, run side by side (embed/onnx.py);
-* ``before`` — the same process with that sharing switched off: one session with two intra-op
-  threads embeds every text in turn (the path before the sharing).
+  the chunks embed on a thread of their own while the caller writes the previous chunk and
+  classifies its skills (indexing.py ``AHEAD``);
+* ``sessions`` — the side-by-side sessions, but each chunk embedded, then written, one after
+  the other, and the skills classified after every write (the path before the pipeline);
+* ``before`` — as ``sessions``, with one session of two intra-op threads embedding every text
+  in turn (the path before the side-by-side sessions).
 
-Rounds alternate the paths (``before, after, before, after...``) so a change in the machine's
-load falls on both. Printed: one JSON line per run, then the median tools/s of each path and
-their ratio.
+Besides tools/s, wall and CPU seconds and peak RSS, each run reports the CPU seconds (user +
+sys of the threads doing it) of each stage, each stage's own: ``plan`` (enrichment, embedding
+texts, hashes), ``write`` (each chunk's lexical analysis and upsert), ``skills``
+(classification and centroids) and ``embed`` (the rest of the process's CPU: the model, on
+whichever threads run it). The ``before`` and ``sessions`` paths are today's code with the
+pipeline switched off and the skills classified after the writes, as they were.
+
+Rounds alternate the paths (``before, sessions, after, before...``) so a change in the
+machine's load falls on all of them. Printed: one JSON line per run, then the median tools/s
+of each path and the ratios of ``after`` to the others.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import json
 import resource
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -36,22 +52,91 @@ from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.ingest.entries import parse_entry
 from toolscout.models import Loaded
+from toolscout.skills.classify import WrittenClassifier
+from toolscout.skills.service import SkillService
 
-PATHS = ("before", "after")
+PATHS = ("before", "sessions", "after")
+
+
+class StageClock:
+    """CPU seconds of the calling threads inside wrapped functions, by stage, each stage's
+    own: a stage entered inside another is taken off the outer one (thread-safe)."""
+
+    def __init__(self) -> None:
+        self.cpu: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._local = threading.local()
+
+    def wrap(self, owner: Any, name: str, stage: str) -> None:
+        inner = getattr(owner, name)
+        clock = self
+
+        @functools.wraps(inner)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            stack: list[str] = clock._local.__dict__.setdefault("stack", [])
+            stack.append(stage)
+            start = time.thread_time()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                spent = time.thread_time() - start
+                stack.pop()
+                with clock._lock:
+                    clock.cpu[stage] = clock.cpu.get(stage, 0.0) + spent
+                    if stack:
+                        clock.cpu[stack[-1]] = clock.cpu.get(stack[-1], 0.0) - spent
+
+        setattr(owner, name, timed)
+
+
+class _AfterWrites:
+    """A ``written`` hook that classifies nothing: the run's repair then classifies every
+    written tool after the writes, reading it back from the store (the path before the
+    pipeline)."""
+
+    def __init__(self) -> None:
+        self.changed: set[str] = set()
+
+    def __call__(self, entries: object) -> None:
+        return None
+
+
+@contextlib.contextmanager
+def classified_after_writes(self: SkillService) -> Iterator[_AfterWrites]:
+    yield _AfterWrites()
+
+
+def stages(measured: dict[str, float], process: float) -> dict[str, float]:
+    """The stages' CPU seconds; ``embed`` is the rest of the process's (the model's threads,
+    onnxruntime's own pool threads included, which no wrapper sees)."""
+    out = {k: round(measured.get(k, 0.0), 1) for k in ("plan", "write", "skills")}
+    out["embed"] = round(process - sum(measured.values()), 1)
+    return out
 
 
 def one_run(path: str, size: int) -> dict[str, object]:
     """Index ``size`` fresh tools in this process along ``path``; its figures."""
-    if path == "before":
-        import toolscout.embed.onnx as onnx
+    import toolscout.embed.onnx as onnx
+    import toolscout.engine as engine_module
+    import toolscout.indexing as indexing
 
+    if path == "before":
         onnx.PARALLEL_MIN = sys.maxsize
+    if path in ("before", "sessions"):
+        indexing.AHEAD = 0
+        SkillService.classifying = classified_after_writes  # type: ignore[assignment]
+    clock = StageClock()
+    clock.wrap(engine_module, "plan_index", "plan")
+    clock.wrap(SkillService, "after_index", "skills")
+    clock.wrap(WrittenClassifier, "__call__", "skills")
+    clock.wrap(indexing.IndexWriter, "_store", "write")
     tools = []
     for raw in build_catalog(size):
         raw.pop("variant_of", None)
         tools.append(parse_entry(raw, source="bench"))
     with tempfile.TemporaryDirectory() as tmp:
         engine = Engine.open(Settings(db=str(Path(tmp) / "cold.db"), cache_dir=tmp))
+        clock.cpu.clear()  # opening embeds the starter skills
         t0 = time.perf_counter()
         cpu0 = time.process_time()
         report = engine.index([Loaded(source="bench", tools=tools)])
@@ -64,6 +149,7 @@ def one_run(path: str, size: int) -> dict[str, object]:
         "embedded": report.embedded,
         "seconds": round(took, 1),
         "cpu_seconds": round(cpu, 1),
+        "stage_cpu_seconds": stages(clock.cpu, cpu),
         "tools_per_s": round(size / took, 1),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
@@ -95,8 +181,9 @@ def main() -> int:
         p: statistics.median(float(str(r["tools_per_s"])) for r in rs) for p, rs in runs.items()
     }
     print(json.dumps({"median_tools_per_s": rates}))
-    if len(rates) == 2:
-        print(f"after / before: {rates['after'] / rates['before']:.2f}x")
+    for base in ("before", "sessions"):
+        if "after" in rates and base in rates:
+            print(f"after / {base}: {rates['after'] / rates[base]:.2f}x")
     return 0
 
 

@@ -173,13 +173,15 @@ class Engine:
         plan = plan_index(
             self.store, loads, prune=prune, enrichment=self.enrichment_service.enrichment_fields
         )
-        self.writer.write(plan.todo, plan.report, progress)
+        # Each chunk is classified as soon as it is written, beside the next chunk's embedding.
+        with self.skill_service.classifying() as classified:
+            self.writer.write(plan.todo, plan.report, progress, classified)
         lost: set[str] = set()  # skills whose tools were deleted: their centroids change
         if plan.dropped:
             gone = sorted(plan.dropped)  # read before the writes; the writes only touch ``tools``
             lost = self.skill_service.skills_of(gone)
             plan.report.deleted = self.store.delete(gone)
-        self.skill_service.after_index([p.tool.id for p in plan.todo], lost)
+        self.skill_service.after_index([], lost | classified.changed)
         return plan.report
 
     def delete(self, ids: Sequence[str]) -> int:

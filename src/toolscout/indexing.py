@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
-from contextlib import nullcontext
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
+from functools import cached_property
+from queue import SimpleQueue
 from typing import TYPE_CHECKING, Any
 
 from toolscout.embed.base import Embedder
@@ -23,12 +27,22 @@ if TYPE_CHECKING:
     from toolscout.enrich.pipeline import Fields
 
 Progress = Callable[[int, int], None]
+#: Called with a chunk's entries once they are written (in the writing thread).
+Written = Callable[[Sequence["IndexEntry"]], None]
 #: Tool texts embedded (and written) per batch.
 EMBED_CHUNK = 256
 #: Texts embedded per call inside a chunk, so progress moves every few seconds.
 PROGRESS_STEP = 64
 #: A write of at least this many tools that also rewrites half the index is a bulk load.
 BULK_MIN = 2000
+#: Embedded chunks that may wait for their write while the next one embeds (0: embed and
+#: write one chunk after the other, on the calling thread).
+AHEAD = 1
+#: The interpreter's switch interval while a pipelined write runs (seconds; Python's default
+#: is 0.005). An embedding thread back from onnxruntime needs the interpreter for a few dozen
+#: microseconds before its next text; while the writing thread runs Python, it would wait up
+#: to a whole interval for it, about as long as embedding a short text takes.
+HANDOFF_S = 0.0005
 
 
 @dataclass(frozen=True)
@@ -36,9 +50,15 @@ class Prepared:
     """A tool with the derived text the store needs."""
 
     tool: Tool
-    fields: dict[str, str]
     text: str
     text_hash: str
+    enrichment: dict[str, str] | None = None
+
+    @cached_property
+    def fields(self) -> dict[str, str]:
+        """The lexical fields, analysed when first read: an index run reads them as it writes
+        each chunk, beside the next chunk's embedding, not before the first text embeds."""
+        return lexical_fields(self.tool, self.enrichment)
 
 
 def input_hash(tool: Tool, enrichment: dict[str, str] | None = None) -> str:
@@ -63,10 +83,9 @@ def input_hash(tool: Tool, enrichment: dict[str, str] | None = None) -> str:
 
 
 def prepare(tool: Tool, enrichment: dict[str, str] | None = None) -> Prepared:
-    """The lexical fields, embedding text and input hash of ``tool`` (with its enrichment)."""
-    fields = lexical_fields(tool, enrichment)
-    text = embed_text(tool, enrichment)
-    return Prepared(tool, fields, text, input_hash(tool, enrichment))
+    """The embedding text and input hash of ``tool`` (with its enrichment), and its lexical
+    fields when they are first read."""
+    return Prepared(tool, embed_text(tool, enrichment), input_hash(tool, enrichment), enrichment)
 
 
 def keep_unreadable(
@@ -202,43 +221,170 @@ def _gather(
 
 
 class IndexWriter:
-    """Embeds prepared tools in batches and upserts them, one transaction per batch."""
+    """Embeds prepared tools in chunks and upserts them, one transaction per chunk.
+
+    With more than one chunk, the embedding runs on a thread of its own up to ``AHEAD`` chunks
+    ahead of the writes, so a chunk's write (and the ``written`` hook: skills classification)
+    runs beside the next chunk's embedding instead of leaving a core idle. The writes stay in
+    the calling thread, in order, one transaction each.
+    """
 
     def __init__(self, store: Store, embedder: Embedder) -> None:
         self.store = store
         self.embedder = embedder
 
     def write(
-        self, todo: Sequence[Prepared], report: IndexReport, progress: Progress | None = None
+        self,
+        todo: Sequence[Prepared],
+        report: IndexReport,
+        progress: Progress | None = None,
+        written: Written | None = None,
     ) -> None:
-        """Embed and upsert ``todo``, counting into ``report.embedded``.
+        """Embed and upsert ``todo``, counting into ``report.embedded``; ``written`` is called
+        with each chunk's entries once its transaction has committed.
 
         Raises:
-            StoreError, EmbedError. Batches already written stay written.
+            StoreError, EmbedError (or what ``written`` raises). The chunks before the one that
+            failed stay written; nothing of that chunk or of any later one is.
         """
         total = len(todo)
         if progress:
             progress(0, total)
         # Longest texts together: batches pad less (the model sorts again inside a chunk).
         ordered = sorted(todo, key=lambda p: len(p.text))
+        chunks = [ordered[s : s + EMBED_CHUNK] for s in range(0, total, EMBED_CHUNK)]
         # A big rewrite lets the store defer index upkeep to one rebuild (PostgreSQL's HNSW
         # graph: 2x faster for a 10k sync, docs/BENCHMARKS.md); other stores ignore it.
         big = total >= BULK_MIN and total * 2 >= self.store.count()
         with self.store.bulk() if big else nullcontext():
-            for start in range(0, total, EMBED_CHUNK):
-                chunk = ordered[start : start + EMBED_CHUNK]
-                vectors: list[Any] = []
-                # Embedded in steps so a progress bar moves while a chunk embeds (same batches
-                # inside the model); the chunk is still written in one transaction.
-                for step in range(0, len(chunk), PROGRESS_STEP):
-                    texts = [p.text for p in chunk[step : step + PROGRESS_STEP]]
-                    vectors.extend(self.embedder.embed(texts))
-                    if progress:
-                        progress(min(start + step + PROGRESS_STEP, total), total)
-                report.embedded += len(chunk)
-                self.store.upsert(
-                    [
-                        IndexEntry(p.tool, p.fields, vectors[i], p.text_hash)
-                        for i, p in enumerate(chunk)
-                    ]
-                )
+            if len(chunks) > 1 and AHEAD > 0:
+                self._pipelined(chunks, total, report, progress, written)
+                return
+            for k, chunk in enumerate(chunks):
+                vectors = self._embed(chunk, k * EMBED_CHUNK, total, progress)
+                self._store(chunk, vectors, report, written)
+
+    def _embed(
+        self, chunk: Sequence[Prepared], done: int, total: int, progress: Progress | None
+    ) -> list[Any]:
+        """A chunk's vectors, embedded in steps so a progress bar moves while it embeds (the
+        same batches inside the model)."""
+        vectors: list[Any] = []
+        for step in range(0, len(chunk), PROGRESS_STEP):
+            vectors.extend(
+                self.embedder.embed([p.text for p in chunk[step : step + PROGRESS_STEP]])
+            )
+            if progress:
+                progress(min(done + step + PROGRESS_STEP, total), total)
+        return vectors
+
+    def _store(
+        self,
+        chunk: Sequence[Prepared],
+        vectors: Sequence[Any],
+        report: IndexReport,
+        written: Written | None,
+    ) -> None:
+        entries = [
+            IndexEntry(p.tool, p.fields, vectors[i], p.text_hash) for i, p in enumerate(chunk)
+        ]
+        self.store.upsert(entries)
+        report.embedded += len(chunk)
+        if written:
+            written(entries)
+
+    def _pipelined(
+        self,
+        chunks: Sequence[Sequence[Prepared]],
+        total: int,
+        report: IndexReport,
+        progress: Progress | None,
+        written: Written | None,
+    ) -> None:
+        """Embed on a thread of its own while this thread writes. The embedding thread hands
+        over progress, each chunk's vectors (in order) and at last its end or its error; it
+        waits for a free slot before handing over a chunk, so at most ``AHEAD`` embedded chunks
+        wait for their write. On any failure the embedding thread is stopped before this
+        returns (it finishes the chunk in hand and hands nothing more over)."""
+        ahead = _Ahead(AHEAD)
+        thread = threading.Thread(
+            target=ahead.produce,
+            args=(chunks, lambda k, c, p: self._embed(c, k * EMBED_CHUNK, total, p)),
+            name="toolscout-index-embed",
+            daemon=True,
+        )
+        with quick_handoffs():
+            thread.start()
+            try:
+                for kind, value in ahead.items():
+                    if kind == "progress" and progress:
+                        progress(int(value), total)
+                    elif kind == "chunk":
+                        k, vectors = value
+                        self._store(chunks[k], vectors, report, written)
+                        ahead.slots.release()
+            finally:
+                ahead.stop.set()
+                thread.join()
+
+
+Item = tuple[str, Any]
+_handoffs = {"runs": 0, "saved": 0.0}
+_handoffs_lock = threading.Lock()
+
+
+@contextmanager
+def quick_handoffs() -> Iterator[None]:
+    """``HANDOFF_S`` as the switch interval while at least one pipelined write runs in this
+    process; the previous interval once the last one ends."""
+    with _handoffs_lock:
+        if _handoffs["runs"] == 0:
+            _handoffs["saved"] = sys.getswitchinterval()
+            sys.setswitchinterval(min(HANDOFF_S, _handoffs["saved"]))
+        _handoffs["runs"] += 1
+    try:
+        yield
+    finally:
+        with _handoffs_lock:
+            _handoffs["runs"] -= 1
+            if _handoffs["runs"] == 0:
+                sys.setswitchinterval(_handoffs["saved"])
+
+
+class _Ahead:
+    """The hand-over between the embedding thread and the writing one."""
+
+    def __init__(self, depth: int) -> None:
+        self.queue: SimpleQueue[Item] = SimpleQueue()
+        self.slots = threading.Semaphore(depth)
+        self.stop = threading.Event()
+
+    def produce(
+        self,
+        chunks: Sequence[Sequence[Prepared]],
+        embed: Callable[[int, Sequence[Prepared], Progress], list[Any]],
+    ) -> None:
+        """Embed every chunk in order, handing each over (the embedding thread's body)."""
+        try:
+            for k, chunk in enumerate(chunks):
+                if self.stop.is_set():
+                    return
+                vectors = embed(k, chunk, lambda done, _total: self.queue.put(("progress", done)))
+                while not self.slots.acquire(timeout=0.05):
+                    if self.stop.is_set():
+                        return
+                self.queue.put(("chunk", (k, vectors)))
+        except BaseException as exc:  # handed to the writing thread, raised there
+            self.queue.put(("error", exc))
+            return
+        self.queue.put(("end", None))
+
+    def items(self) -> Iterator[Item]:
+        """What the embedding thread hands over, until its end; its error is raised here."""
+        while True:
+            kind, value = self.queue.get()
+            if kind == "end":
+                return
+            if kind == "error":
+                raise value
+            yield kind, value

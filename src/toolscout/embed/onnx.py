@@ -202,12 +202,26 @@ class OnnxEmbedder:
         side (onnxruntime releases the GIL). Each text still goes through the same graph
         alone: its vector is the same bytes whichever session embeds it.
 
+        A per-call graph embeds a text repeated in ``texts`` once: its vector depends on its
+        text only, so every copy gets the same bytes.
+
         Raises:
             EmbedError: onnxruntime failed.
         """
-        if self._batch == 1 and self._threads > 1 and len(texts) >= PARALLEL_MIN:
-            return self._embed_parallel(texts)
+        if self._batch == 1:
+            unique = list(dict.fromkeys(texts))
+            if len(unique) < len(texts):
+                rows = self._embed_each(unique)
+                where = {text: i for i, text in enumerate(unique)}
+                return rows[[where[text] for text in texts]]
+            return self._embed_each(texts)
         return self._embed(texts, self._session, self._batch)
+
+    def _embed_each(self, texts: Sequence[str]) -> Vectors:
+        """One text per call: on parallel sessions when there are enough texts."""
+        if self._threads > 1 and len(texts) >= PARALLEL_MIN:
+            return self._embed_parallel(texts)
+        return self._embed(texts, self._session, 1)
 
     def _embed_parallel(self, texts: Sequence[str]) -> Vectors:
         workers = self._side_by_side()

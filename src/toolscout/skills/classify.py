@@ -33,7 +33,7 @@ from toolscout.errors import ToolscoutError
 from toolscout.models import ClassifyProgress, ClassifyReport, SkillAssignment, Tool
 from toolscout.search.skillfit import Logistic, SkillFit, packaged_skill_fit
 from toolscout.skills.centroid import recompute_centroids, refresh_profiles
-from toolscout.store.base import Store
+from toolscout.store.base import IndexEntry, Store
 from toolscout.store.roles import Classified, SkillStore
 
 log = logging.getLogger("toolscout.skills")
@@ -196,6 +196,15 @@ def run_batch(
     changed: set[str] = set()
     if progress:
         progress(ClassifyProgress(0, total, 0))
+
+    def tick(tool_id: str, ok: bool) -> None:
+        nonlocal done
+        done += 1
+        if not ok:
+            failed.append(tool_id)
+        if progress:
+            progress(ClassifyProgress(done, total, len(failed)))
+
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         for start in range(0, total, CHUNK):
             chunk = list(tool_ids[start : start + CHUNK])
@@ -203,28 +212,82 @@ def run_batch(
             vectors = store.vectors(chunk)
             present = [tools[t] for t in chunk if t in tools]
             done += len(chunk) - len(present)  # deleted meanwhile: nothing to do
-            outcomes = pool.map(
-                _classify_one,
-                [classifier] * len(present),
-                present,
-                [vectors.get(t.id) for t in present],
-            )
-            batch: list[Classified] = []
-            for tool, outcome in outcomes:
-                done += 1
-                if isinstance(outcome, Exception):
-                    log.warning("classifying %s failed: %s", tool.id, outcome)
-                    store.skills.mark_classify_failed(tool.id, tool.content_hash, str(outcome))
-                    failed.append(tool.id)
-                else:
-                    assigned = to_assignments(tool.id, outcome, keep_floor)
-                    batch.append(
-                        Classified(tool.id, tool.content_hash, outcome.classifier, assigned)
-                    )
-                    if outcome.proposal is not None and on_proposal is not None:
-                        on_proposal(tool.id, outcome.proposal)
-                if progress:
-                    progress(ClassifyProgress(done, total, len(failed)))
-            changed |= store.skills.replace_assignments(batch)
+            pairs = [(t, vectors.get(t.id)) for t in present]
+            job = Classification(store, classifier, pool, keep_floor, on_proposal)
+            changed |= job.run(pairs, tick)
     recompute_centroids(store, changed)
     return ClassifyReport(done, total, len(failed), failed)
+
+
+@dataclass(frozen=True)
+class Classification:
+    """Classifies tools on a pool and stores their assignments, one transaction a call."""
+
+    store: Store
+    classifier: Classifier
+    pool: ThreadPoolExecutor
+    keep_floor: float | None = None
+    on_proposal: Callable[[str, ProposedSkill], object] | None = None
+
+    def run(
+        self,
+        pairs: Sequence[tuple[Tool, Vector | None]],
+        tick: Callable[[str, bool], None] | None = None,
+    ) -> set[str]:
+        """Classify each (tool, its vector) and store the verdicts; a tool that fails is
+        logged and recorded as failed. ``tick`` hears of each tool (its id, whether it was
+        classified). Returns the skills whose membership changed (their centroids are the
+        caller's to recompute). Raises: StoreError."""
+        outcomes = self.pool.map(
+            _classify_one,
+            [self.classifier] * len(pairs),
+            [t for t, _ in pairs],
+            [v for _, v in pairs],
+        )
+        batch: list[Classified] = []
+        for tool, outcome in outcomes:
+            if isinstance(outcome, Exception):
+                log.warning("classifying %s failed: %s", tool.id, outcome)
+                self.store.skills.mark_classify_failed(tool.id, tool.content_hash, str(outcome))
+            else:
+                assigned = to_assignments(tool.id, outcome, self.keep_floor)
+                batch.append(Classified(tool.id, tool.content_hash, outcome.classifier, assigned))
+                if outcome.proposal is not None and self.on_proposal is not None:
+                    self.on_proposal(tool.id, outcome.proposal)
+            if tick:
+                tick(tool.id, not isinstance(outcome, Exception))
+        return self.store.skills.replace_assignments(batch)
+
+
+class WrittenClassifier:
+    """Classifies tools as an index run writes them (``IndexWriter.write``'s ``written``
+    hook): each chunk once its transaction has committed, with the vectors in hand, while the
+    next chunk embeds. The skills whose membership changed are collected in ``changed``; their
+    centroids are left to the end of the run (once, not once a chunk). A tool classified here
+    is one the run's repair (``SkillService.after_index``) then finds classified."""
+
+    def __init__(
+        self,
+        store: Store,
+        classifier: Classifier,
+        *,
+        concurrency: int,
+        keep_floor: float | None,
+        on_proposal: Callable[[str, ProposedSkill], object] | None,
+    ) -> None:
+        self.changed: set[str] = set()
+        self._args = (store, classifier, max(1, concurrency), keep_floor, on_proposal)
+        self._job: Classification | None = None
+
+    def __call__(self, entries: Sequence[IndexEntry]) -> None:
+        """Raises: StoreError, EmbedError (loading the skill profiles)."""
+        if self._job is None:
+            store, classifier, workers, keep_floor, on_proposal = self._args
+            classifier.prepare()
+            pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="toolscout-skills")
+            self._job = Classification(store, classifier, pool, keep_floor, on_proposal)
+        self.changed |= self._job.run([(e.tool, e.vector) for e in entries])
+
+    def close(self) -> None:
+        if self._job is not None:
+            self._job.pool.shutdown()

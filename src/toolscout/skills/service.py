@@ -15,7 +15,8 @@ stored fit is missing or stale, and keeps the result in the store's meta.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 from toolscout.embed.base import Embedder
 from toolscout.enrich.llm import LLM
@@ -24,7 +25,13 @@ from toolscout.search.skillfit import SkillFit, resolve_skill_fit
 from toolscout.skills.catalog import SkillCatalog, starter_skills
 from toolscout.skills.catalogfit import fit_catalog, fit_due, store_fit
 from toolscout.skills.centroid import recompute_centroids, refresh_profiles
-from toolscout.skills.classify import Classifier, OfflineClassifier, run_batch, select_tools
+from toolscout.skills.classify import (
+    Classifier,
+    OfflineClassifier,
+    WrittenClassifier,
+    run_batch,
+    select_tools,
+)
 from toolscout.skills.llm_classifier import LLMClassifier
 from toolscout.skills.suggestions import SuggestionQueue
 from toolscout.store.base import Store
@@ -102,6 +109,24 @@ class SkillService:
             keep_floor=self.offline.fit.keep_floor,
         )
 
+    @contextmanager
+    def classifying(self) -> Iterator[WrittenClassifier]:
+        """A hook that classifies the tools an index run writes, chunk by chunk, as they are
+        written (``IndexWriter.write``'s ``written``); pass its ``changed`` skills to
+        :meth:`after_index`, which recomputes their centroids once."""
+        self.offline.fit = self.pinned or resolve_skill_fit(self.store, self.embedder)
+        hook = WrittenClassifier(
+            self.store,
+            self.classifier,
+            concurrency=self.concurrency,
+            keep_floor=self.offline.fit.keep_floor,
+            on_proposal=lambda tool_id, p: self.suggestions.propose(tool_id, p),
+        )
+        try:
+            yield hook
+        finally:
+            hook.close()
+
     def skills_of(self, tool_ids: Sequence[str]) -> set[str]:
         """Skills the given tools belong to (read before deleting them). Raises: StoreError."""
         return {
@@ -110,7 +135,8 @@ class SkillService:
 
     def after_index(self, changed: Sequence[str], removed_skills: set[str]) -> None:
         """Classify new/changed tools, and any tool a killed run wrote but never classified,
-        then recompute the centroids of skills that lost tools. The repair is part of every
+        then recompute the centroids of ``removed_skills`` (skills that lost tools, or whose
+        members a :meth:`classifying` hook changed). The repair is part of every
         run by design: a kill between writing a chunk and classifying it leaves tools never
         classified, or classified as another version.
 
