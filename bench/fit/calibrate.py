@@ -3,8 +3,10 @@
     python bench/fit/calibrate.py --write [--embed-model local:tool-minilm-l6] [--max-train 300]
 
 With ``--write`` it then runs ``bench/fit/skill_scores.py --write`` for the same model (unless
-``--no-skills``), so this one command refits every constant the file holds: hit scores,
-``no_match`` thresholds, skill scores and the skill classifier.
+``--no-skills``) and ``bench/fit/fusion_calibration.py --write`` (unless ``--no-score-map``:
+then the packaged score map is kept as it is), so this one command refits every constant the
+file holds: hit scores, their map to probabilities, ``no_match`` thresholds, skill scores and
+the skill classifier.
 
 The fit is for the embedding model the engine opens by default (or ``--embed-model``); the file
 records its name and the sha256 of its graph, and a search with any other model reports its
@@ -270,6 +272,15 @@ def _joined(a: Evidences, b: Evidences) -> Evidences:
     return {key: a[key] + b[key] for key in a}
 
 
+def kept(data: dict[str, Any], packaged: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with the packaged skill fit and each mode's score map, which other scripts fit."""
+    data["skills"] = packaged.get("skills")
+    for mode, row in packaged["models"].items():
+        if "score_map" in row and mode in data["models"]:
+            data["models"][mode]["score_map"] = row["score_map"]
+    return data
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--natural", type=Path, default=ROOT / "data" / "natural")
@@ -289,6 +300,9 @@ def main() -> int:
     )
     parser.add_argument(
         "--no-skills", action="store_true", help="with --write: keep the packaged skill fit"
+    )
+    parser.add_argument(
+        "--no-score-map", action="store_true", help="with --write: keep the packaged score map"
     )
     args = parser.parse_args()
     t0 = time.perf_counter()
@@ -380,15 +394,15 @@ def main() -> int:
     calibration = Calibration(models, embedder, provenance, digest)
     if args.write:
         target = ROOT / "src" / "toolscout" / "search" / CALIBRATION_FILE
-        data = calibration.to_dict()
-        data["skills"] = json.loads(target.read_text(encoding="utf-8")).get("skills")
+        data = kept(calibration.to_dict(), json.loads(target.read_text(encoding="utf-8")))
         target.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {target}")
-        if not args.no_skills:
-            script = Path(__file__).with_name("skill_scores.py")
-            subprocess.run(
-                [sys.executable, str(script), "--write", "--embed-model", model], check=True
-            )
+        for script, skip in (("skill_scores.py", args.no_skills), ("fusion_calibration.py",
+                                                                   args.no_score_map)):  # fmt: skip
+            if not skip:
+                command = [sys.executable, str(Path(__file__).with_name(script)), "--write"]
+                extra = ["--embed-model", model] if script == "skill_scores.py" else []
+                subprocess.run([*command, *extra], check=True)
     (out / "calibrate.json").write_text(json.dumps(
         {"calibration": calibration.to_dict(), "report": report,
          "seconds": round(time.perf_counter() - t0, 1)}, indent=1

@@ -29,10 +29,15 @@ all; :meth:`Calibration.status` says which case holds and every search reports i
 ``no_match_below``: a request whose ``P(answerable)`` is below it is flagged ``no_match``. It was
 chosen on dev requests (at most 5 % of the answerable requests of every dev set and dev catalog
 size flagged; bench/fit/calibrate.py).
+
+The product ranks and flags well but runs far below the hit rate, so a mode's file may carry a
+``score_map`` (search/scoremap.py) from the product to the probability that the hit is right:
+then that is the hit's score, still never above the one before it.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections.abc import Sequence
@@ -47,6 +52,7 @@ from numpy.typing import NDArray
 from toolscout.embed.base import Embedder
 from toolscout.errors import ConfigError
 from toolscout.models import Ranked, Scored, SearchMode
+from toolscout.search.scoremap import Hit, ScoreMap
 
 #: The features each search mode has (a ``bm25`` search embeds nothing, a ``vector`` search runs
 #: no lexical leg), in the order of a model's coefficients.
@@ -131,6 +137,8 @@ class ModeModel:
     request_coef: tuple[float, ...] = ()
     request_intercept: float = 0.0
     request_features: tuple[str, ...] = ()
+    #: The map of the product to a probability (None: the product is the score).
+    score_map: ScoreMap | None = None
 
 
 @dataclass(frozen=True)
@@ -201,6 +209,7 @@ class Calibration:
                         "coef": [round(c, 6) for c in m.request_coef],
                         "intercept": round(m.request_intercept, 6),
                     },
+                    **({"score_map": m.score_map.to_dict()} if m.score_map else {}),
                 }
                 for mode, m in sorted(self.models.items())
             },
@@ -242,6 +251,7 @@ class Calibration:
                     request_coef,
                     float(request["intercept"]),
                     request_names if request_coef else (),
+                    ScoreMap.from_dict(row["score_map"]) if row.get("score_map") else None,
                 )
             digest = data.get("model_sha256")
             return cls(
@@ -358,8 +368,8 @@ def scored_hits(
     # whatever the fusion or the ranker put first.
     request = request_evidence(lexical, vector, tools)
     answerable = calibration.answerable(mode.value, request) if request else 0.0
-    out: list[tuple[Ranked, Evidence]] = []
     ceiling = 1.0
+    scores: list[float] = []
     for hit, ev in zip(top, evidence, strict=True):
         chance = (
             chances.get(hit.id, 0.0)
@@ -367,10 +377,17 @@ def scored_hits(
             else calibration.probability(mode.value, ev, answerable)
         )
         ceiling = min(ceiling, chance)
-        out.append(
-            (Ranked(hit.id, ceiling, _rank(lex, hit.id), _rank(vec, hit.id), answerable), ev)
-        )
-    return out
+        scores.append(ceiling)
+    mapping = calibration.models[mode.value].score_map if chances is None else None
+    if mapping is not None and scores:
+        seen = [Hit(s, e.relative, e.cosine or 0.0) for s, e in zip(scores, evidence, strict=True)]
+        scores = list(itertools.accumulate(
+            mapping.scores(seen, answerable, [h.score for h in vector]), min
+        ))  # fmt: skip
+    return [
+        (Ranked(hit.id, s, _rank(lex, hit.id), _rank(vec, hit.id), answerable), ev)
+        for hit, ev, s in zip(top, evidence, scores, strict=True)
+    ]
 
 
 def _median(values: list[float]) -> float:

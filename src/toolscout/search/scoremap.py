@@ -1,7 +1,11 @@
-"""A map of the default search's scores to probabilities (bench/fit/fusion_calibration.py).
+"""The default search's scores as probabilities: a map of the fusion's product per hit.
 
-The hand-set fusion's score is ``P(answerable) x P(fits | answerable)`` (search/calibration.py).
-The map has two stages, both fitted on training requests and chosen on dev requests:
+The hand-set fusion's product ``P(answerable) x P(fits | answerable)`` (search/calibration.py)
+ranks well but runs far below the hit rate: ``P(fits)`` is fitted over every candidate of the
+training searches, half of them made with the gold tools taken out, and ``P(answerable)`` over a
+mix that is two thirds no-match requests. The map has two stages, both fitted on training
+requests and chosen on dev requests (``python bench/fit/fusion_calibration.py --write``, which
+writes it into ``calibration.json`` as a mode's ``score_map``):
 
 1. a logistic model over :data:`INPUTS`, which place the hit in its request: the product's log
    odds, ``P(answerable)``'s, the hit's place, its fused score relative to the best and its
@@ -10,9 +14,8 @@ The map has two stages, both fitted on training requests and chosen on dev reque
 2. per band of places (first hit, second to fifth, ...), an isotonic (non-decreasing) map of the
    logistic output, read by linear interpolation between its knots.
 
-Capped at the score before it, a mapped score never re-orders a list, and the map never changes
-``P(answerable)`` (so ``no_match`` would be the same). It is measured here and not packaged: see
-the script's docstring for why.
+The caller caps each score at the one before it, so the map never re-orders a list; it reads
+the product and never changes ``P(answerable)``, so ``no_match`` is the same with or without it.
 """
 
 from __future__ import annotations
