@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from toolscout.engine import Engine
 from toolscout.models import Loaded, Ranked, Tool
 from toolscout.search.calibration import Calibration, load_calibration
 from toolscout.search.hybrid import HybridSearcher
-from toolscout.search.scoremap import ScoreMap
+from toolscout.search.scoremap import Hit, ScoreMap, situation
 
 TOOLS = [
     Tool(id="snow", name="snow_depth", description="Report snowfall depth for ski resorts."),
@@ -82,3 +83,17 @@ def test_a_score_map_survives_a_round_trip(tmp_path: Path) -> None:
     path = tmp_path / "calibration.json"
     path.write_text(json.dumps(packaged.to_dict()), encoding="utf-8")
     assert load_calibration(path).models["hybrid"].score_map == packaged.models["hybrid"].score_map
+
+
+def test_the_map_scores_as_stage_one_over_the_fits_rows_then_its_band() -> None:
+    """The search sums the request's terms once; the fit reads :func:`situation`'s rows."""
+    score_map = load_calibration().models["hybrid"].score_map
+    assert score_map is not None
+    hits = [Hit(0.3 * 0.8**i, 1 - 0.07 * i, 0.62 - 0.012 * i) for i in range(10)]
+    cosines = [0.62 - 0.004 * i for i in range(40)]
+    plain = replace(score_map, bands=())
+    for place, row in enumerate(situation(plain.inputs, hits, 0.4, cosines)):
+        z = plain.intercept + sum(c * v for c, v in zip(plain.coef, row, strict=True))
+        assert plain.scores(hits, 0.4, cosines)[place] == pytest.approx(1 / (1 + math.exp(-z)))
+    mapped = score_map.scores(hits, 0.4, cosines)
+    assert all(0.0 <= s <= 1.0 for s in mapped) and mapped != plain.scores(hits, 0.4, cosines)

@@ -74,11 +74,16 @@ class ScoreMap:
         self, hits: Sequence[Hit], answerable: float, cosines: Sequence[float]
     ) -> list[float]:
         """Each hit's probability of being a right tool (not yet capped at the one before);
-        ``cosines``: the vector leg's cosines, closest first."""
-        rows = situation(self.inputs, hits, answerable, cosines)
+        ``cosines``: the vector leg's cosines, closest first. The same as stage 1 over
+        :func:`situation`'s rows, with the request's terms summed once."""
+        weight = dict(zip(self.inputs, self.coef, strict=True))
+        best, request = _request(answerable, cosines)
+        base = self.intercept + sum(weight.get(n, 0.0) * v for n, v in request.items())
+        w = [weight.get(n, 0.0) for n in _OWN]
         out = []
-        for place, row in enumerate(rows):
-            z = self.intercept + sum(c * v for c, v in zip(self.coef, row, strict=True))
+        for place in range(len(hits)):
+            own = _own(hits, place, best, request["cosine_crowd"])
+            z = base + sum(a * b for a, b in zip(w, own, strict=True))
             p = 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
             out.append(_interpolate(self._band(place), p) if self.bands else p)
         return out
@@ -133,6 +138,20 @@ def situation(
     inputs: Sequence[str], hits: Sequence[Hit], answerable: float, cosines: Sequence[float]
 ) -> list[list[float]]:
     """One row of ``inputs`` per hit (see :data:`INPUTS`)."""
+    best, request = _request(answerable, cosines)
+    rows = []
+    for place in range(len(hits)):
+        own = dict(zip(_OWN, _own(hits, place, best, request["cosine_crowd"]), strict=True))
+        rows.append([own[n] if n in own else request[n] for n in inputs])
+    return rows
+
+
+#: The inputs that differ from hit to hit, in the order :func:`_own` gives them.
+_OWN = ("product", "position", "relative", "gap_next", "cosine_gap", "cosine", "crowd_cosine")
+
+
+def _request(answerable: float, cosines: Sequence[float]) -> tuple[float, dict[str, float]]:
+    """The closest cosine and the inputs shared by every hit of the request."""
     best = cosines[0] if cosines else 0.0
     crowd = tight = 0
     for c in cosines[1:]:
@@ -140,26 +159,27 @@ def situation(
             break
         crowd += 1
         tight += c >= best - TIGHT_MARGIN
-    request = {
+    return best, {
         "answerable": _logit(answerable),
         "cosine_crowd": math.log1p(crowd),
         "tight_crowd": math.log1p(tight),
         "cosine_lead": best - cosines[1] if len(cosines) > 1 else best,
     }
-    rows = []
-    for place, hit in enumerate(hits):
-        following = hits[place + 1].relative if place + 1 < len(hits) else hit.relative
-        own = {
-            "product": _logit(hit.product),
-            "position": math.log1p(place),
-            "relative": hit.relative,
-            "gap_next": hit.relative - following,
-            "cosine_gap": best - hit.cosine,
-            "cosine": hit.cosine,
-            "crowd_cosine": request["cosine_crowd"] * hit.cosine,
-        }
-        rows.append([own[n] if n in own else request[n] for n in inputs])
-    return rows
+
+
+def _own(hits: Sequence[Hit], place: int, best: float, crowd: float) -> tuple[float, ...]:
+    """The :data:`_OWN` inputs of the hit at ``place``."""
+    hit = hits[place]
+    following = hits[place + 1].relative if place + 1 < len(hits) else hit.relative
+    return (
+        _logit(hit.product),
+        math.log1p(place),
+        hit.relative,
+        hit.relative - following,
+        best - hit.cosine,
+        hit.cosine,
+        crowd * hit.cosine,
+    )
 
 
 def _logit(p: float) -> float:
