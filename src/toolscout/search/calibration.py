@@ -32,7 +32,9 @@ size flagged; bench/fit/calibrate.py).
 
 The product ranks and flags well but runs far below the hit rate, so a mode's file may carry a
 ``score_map`` (search/scoremap.py) from the product to the probability that the hit is right:
-then that is the hit's score, still never above the one before it.
+then that is the hit's score, still never above the one before it. The packaged hybrid mode
+carries one (``python bench/fit/fusion_calibration.py --write``); the learned ranker's scores
+come from its own map (search/rankcal.py) and skip it.
 """
 
 from __future__ import annotations
