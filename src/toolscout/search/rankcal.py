@@ -90,6 +90,17 @@ class Band:
     x: tuple[float, ...]
     y: tuple[float, ...]
 
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "start": self.start,
+            "x": [round(v, 6) for v in self.x],
+            "y": [round(v, 6) for v in self.y],
+        }
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> Band:
+        return cls(int(raw["start"]), tuple(map(float, raw["x"])), tuple(map(float, raw["y"])))
+
 
 @dataclass(frozen=True)
 class RankCalibration:
@@ -141,10 +152,7 @@ class RankCalibration:
             "inputs": list(self.inputs),
             "coef": [round(c, 6) for c in self.coef],
             "intercept": round(self.intercept, 6),
-            "bands": [
-                {"start": b.start, "x": [round(v, 6) for v in b.x], "y": [round(v, 6) for v in b.y]}
-                for b in self.bands
-            ],
+            "bands": [b.to_dict() for b in self.bands],
             "provenance": self.provenance,
         }
 
@@ -155,10 +163,7 @@ class RankCalibration:
         try:
             inputs = tuple(str(n) for n in data["inputs"])
             coef = tuple(float(c) for c in data["coef"])
-            bands = tuple(
-                Band(int(b["start"]), tuple(map(float, b["x"])), tuple(map(float, b["y"])))
-                for b in data.get("bands", [])
-            )
+            bands = tuple(Band.from_dict(b) for b in data.get("bands", []))
             out = cls(
                 inputs,
                 coef,

@@ -101,10 +101,7 @@ class ScoreMap:
             "inputs": list(self.inputs),
             "coef": [round(c, 6) for c in self.coef],
             "intercept": round(self.intercept, 6),
-            "bands": [
-                {"start": b.start, "x": [round(v, 6) for v in b.x], "y": [round(v, 6) for v in b.y]}
-                for b in self.bands
-            ],
+            "bands": [b.to_dict() for b in self.bands],
         }
 
     @classmethod
@@ -118,10 +115,7 @@ class ScoreMap:
                 f"score_map reads {list(inputs)!r} with {len(coef)} weights; this code computes "
                 f"{list(INPUTS)}; refit with `python bench/fit/fusion_calibration.py --write`"
             )
-        bands = tuple(
-            Band(int(b["start"]), tuple(map(float, b["x"])), tuple(map(float, b["y"])))
-            for b in data.get("bands", [])
-        )
+        bands = tuple(Band.from_dict(b) for b in data.get("bands", []))
         for b in bands:
             if (
                 len(b.x) != len(b.y)
