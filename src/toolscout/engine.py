@@ -181,7 +181,7 @@ class Engine:
             gone = sorted(plan.dropped)  # read before the writes; the writes only touch ``tools``
             lost = self.skill_service.skills_of(gone)
             plan.report.deleted = self.store.delete(gone)
-        self.skill_service.after_index([], lost | classified.changed)
+        self.skill_service.after_index(lost | classified.changed)
         return plan.report
 
     def delete(self, ids: Sequence[str]) -> int:
@@ -189,7 +189,7 @@ class Engine:
         with self.store.writer_lock():
             lost = self.skill_service.skills_of(ids)
             removed = self.store.delete(ids)
-            self.skill_service.after_index([], lost)
+            self.skill_service.after_index(lost)
         return removed
 
     # -- search -----------------------------------------------------------------------------

@@ -383,9 +383,8 @@ def scored_hits(
     mapping = calibration.models[mode.value].score_map if chances is None else None
     if mapping is not None and scores:
         seen = [Hit(s, e.relative, e.cosine or 0.0) for s, e in zip(scores, evidence, strict=True)]
-        scores = list(itertools.accumulate(
-            mapping.scores(seen, answerable, [h.score for h in vector]), min
-        ))  # fmt: skip
+        mapped = mapping.scores(seen, answerable, [h.score for h in vector])
+        scores = list(itertools.accumulate(mapped, min))
     return [
         (Ranked(hit.id, s, _rank(lex, hit.id), _rank(vec, hit.id), answerable), ev)
         for hit, ev, s in zip(top, evidence, scores, strict=True)

@@ -133,12 +133,12 @@ class SkillService:
             a.skill_id for rows in self.store.skills.assignments(tool_ids).values() for a in rows
         }
 
-    def after_index(self, changed: Sequence[str], removed_skills: set[str]) -> None:
-        """Classify new/changed tools, and any tool a killed run wrote but never classified,
-        then recompute the centroids of ``removed_skills`` (skills that lost tools, or whose
-        members a :meth:`classifying` hook changed). The repair is part of every
-        run by design: a kill between writing a chunk and classifying it leaves tools never
-        classified, or classified as another version.
+    def after_index(self, removed_skills: set[str]) -> None:
+        """Classify any tool a run wrote but never classified (the :meth:`classifying` hook
+        classifies what a run writes; a kill between writing a chunk and classifying it leaves
+        tools never classified, or classified as another version: the repair is part of every
+        run by design), then recompute the centroids of ``removed_skills`` (skills that lost
+        tools, or whose members a :meth:`classifying` hook changed).
 
         Raises: StoreError, EmbedError."""
         state = self.store.skills.classification_state()
@@ -149,7 +149,7 @@ class SkillService:
             for tool_id, (content, _) in self.store.tools.hashes().items()
             if state.get(tool_id, ("", ""))[0] != content
         }
-        todo = sorted(unclassified | set(changed))
+        todo = sorted(unclassified)
         if todo:
             self.classify_tools(todo)
         if removed_skills:
