@@ -47,6 +47,7 @@ from toolscout.search.candidates import CandidateCache, exact_name_first
 from toolscout.search.config import SearchConfig
 from toolscout.search.fusion import best_of_intents, fuse_legs, intent_owners, spread_intents
 from toolscout.search.intents import split_intents
+from toolscout.search.nametable import NameTable
 from toolscout.search.queryrows import QueryRows, intents_mean, stacked, whole_run_of
 from toolscout.search.rank import Legs, Ranker, candidate_rows, load_ranker, rerank
 from toolscout.search.request import check_query
@@ -101,8 +102,11 @@ class HybridSearcher:
                 if str(exc) not in _WARNED:
                     _WARNED.add(str(exc))
                     log.warning("learned ranker off: %s", exc)
-        #: The ranker's view of its candidates (names' tokens, servers), per index version.
-        self.seen = CandidateCache(store.tools)
+        #: The ranker's view of its candidates (names' tokens, servers), per index version:
+        #: the whole catalog's, loaded apart once the ranker first needs it.
+        self.seen = CandidateCache(
+            store.tools, catalog=NameTable(store.tools, lambda: store.state().version)
+        )
         # The lexical legs that run beside the caller's vector leg (see _lexical_beside).
         self._legs: ThreadPoolExecutor | None = ThreadPoolExecutor(
             max_workers=LEG_THREADS, thread_name_prefix="toolscout-leg"
@@ -120,7 +124,9 @@ class HybridSearcher:
         return load_ranker()
 
     def close(self) -> None:
-        """Stop the leg threads (searches after this run their legs one after the other)."""
+        """Stop the leg threads (searches after this run their legs one after the other) and
+        the candidates' table's loads."""
+        self.seen.close()
         if self._legs is not None:
             self._legs.shutdown(wait=True)
             self._legs = None
@@ -383,7 +389,7 @@ class HybridSearcher:
         store); the fit script reads the same rows."""
         ids = [h.id for h in legs.fused[: self.config.candidates]]
         # Names and servers only, remembered per version: the trees cost less than a read.
-        return ids, candidate_rows(legs, ids, tokens, self.seen.get(ids, version))
+        return ids, candidate_rows(legs, ids, tokens, self.seen.get(ids, version, legs.tools))
 
     def _rerank(
         self, ranker: Ranker, legs: Legs, tokens: list[str], version: Hashable | None
