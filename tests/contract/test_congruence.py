@@ -23,7 +23,7 @@ from support.shared_bench import shared_set
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.ingest.jsonfile import CatalogFile
-from toolscout.models import SearchRequest, Strategy
+from toolscout.models import SearchMode, SearchRequest, Strategy
 
 pytestmark = pytest.mark.postgres
 TIE = 1e-5
@@ -122,6 +122,10 @@ def test_every_store_returns_the_same_top10(
 ) -> None:
     for engine in engines.values():
         engine.searcher.config = type(engine.searcher.config)(fusion=fusion)  # type: ignore[arg-type]
+        # The learned ranker (the default) runs over the adaptive fusion only.
+        learned = "learned" if fusion == "adaptive" else fusion
+        expected = learned if mode == "hybrid" else mode
+        assert engine.searcher.ranking(SearchMode(mode))[0] == expected
     for query in sample[1]:
         runs = [
             [(h.tool.id, h.score) for h in e.search(query, mode=mode, limit=10).hits]
@@ -154,5 +158,7 @@ def test_every_store_agrees_on_hierarchical_search(
         runs.append([(h.tool.id, h.score) for h in engines["lex"].find(request).tools])
         for other in runs[1:]:
             assert_congruent(runs[0], other, TIE)
+        # The learned ranker (the default) re-scored every store's answer.
+        assert {e.find(request).metadata["ranking"] for e in engines.values()} == {"learned"}
         found += len(runs[0])
     assert found >= len(sample[1]), "the strategy found almost nothing: the check would be empty"

@@ -132,9 +132,12 @@ def test_search_on_another_model_ranks_by_the_fusion_and_says_scores_are_approxi
         assert hits and all(0.0 <= h.score <= 1.0 for h in hits)
         assert not searcher.no_match(hits)  # flagged only when nothing is found
         searcher.close()
+        assert engine.searcher.config.learned_ranker and engine.searcher.ranker is None
         result = engine.search("read a file from disk", limit=3)
         assert result.hits
         assert str(result.metadata["calibration"]).startswith("approximate: fitted for")
+        assert result.metadata["ranking"] == "adaptive"
+        assert "packaged model's cosines" in str(result.metadata["ranker_off"])
     finally:
         engine.close()
 

@@ -182,13 +182,13 @@ def test_learned_order_ranks_the_named_tool_first(settings: Settings) -> None:
     engine.close()
 
 
-def test_the_ranker_is_off_by_default(engine: Engine) -> None:
-    assert engine.searcher.config.learned_ranker is False and engine.searcher.ranker is None
+def test_the_ranker_is_on_by_default(engine: Engine) -> None:
+    assert engine.searcher.config.learned_ranker is True and engine.searcher.ranker is not None
 
 
-def test_the_ranker_is_on_when_asked(settings: Settings) -> None:
-    engine = Engine.open(settings.model_copy(update={"learned_ranker": True}))
-    assert engine.searcher.ranker is not None
+def test_the_ranker_is_off_when_asked(settings: Settings) -> None:
+    engine = Engine.open(settings.model_copy(update={"learned_ranker": False}))
+    assert engine.searcher.ranker is None
     engine.close()
 
 

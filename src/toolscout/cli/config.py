@@ -26,6 +26,7 @@ TEMPLATE = """\
 # lex_min_tools = 1000       # SQLite: from this many tools a BM25 index in memory answers
 # embed_model = "local:quality"   # larger model: `toolscout model install quality` first
 # enrich = "offline"         # none | offline | llm
+# learned_ranker = true      # false: the hand-set adaptive fusion's order and scores
 
 # Sources `toolscout sync` and `watch` use when given no arguments:
 # mcp_configs = ["~/.config/Claude/claude_desktop_config.json"]

@@ -138,10 +138,11 @@ class Settings(BaseSettings):
 
     fusion: str = "adaptive"
     learned_ranker: bool = Field(
-        default=False,
+        default=True,
         description="re-score a hybrid search's first 100 candidates with the learned ranker "
-        "(search/rank.py); off: the hand-set adaptive fusion's order (docs/BENCHMARKS.md "
-        "section 16 compares them)",
+        "(search/rank.py; it serves the packaged embedding model with the adaptive fusion, else "
+        "the fusion ranks and metadata.ranker_off says why); false: the hand-set adaptive "
+        "fusion's order and score map (docs/BENCHMARKS.md section 16 compares them)",
     )
     lexical_weight: float = 1.0
     vector_weight: float = 1.0

@@ -132,8 +132,10 @@ class SearchResult:
     ``stage1_skill_count``, ``stage2_candidate_count``, ``final_count``,
     ``query_embedding_time_ms``, ``skill_search_time_ms``, ``tool_search_time_ms``,
     ``schema_load_time_ms``, ``total_time_ms``; also ``searched_fraction``, ``calibration``
-    (``"fitted"``, or why the scores are approximate), and ``cached`` when the answer came from
-    the result cache).
+    (``"fitted"``, or why the scores are approximate), ``ranking`` (``"learned"``: the learned
+    ranker ordered and scored the hits; else the fusion or the leg that did) with ``ranker_off``
+    (why not the ranker, None when it ran), and ``cached`` when the answer came from the result
+    cache).
 
     ``no_match``: no indexed tool is likely to serve the request: the best tool's calibrated
     score is below the calibration's threshold, or no tool reached ``min_score``."""

@@ -41,11 +41,12 @@ class SearchConfig:
     intent_fusion: bool = True
     exact_name_boost: bool = True
     #: Re-score the first ``candidates`` fused hits of a hybrid search with the learned ranker
-    #: (search/rank.py); off: the hand-set fusion's order stands. Off by default: measured with
-    #: bench/ranking.py it is significantly worse than the fusion on no dev set and 0.2 points
-    #: of hit@3 better on average, but at 100k tools it has cost more than the latency targets
-    #: allow, on long requests mostly the whole request's embedding (docs/BENCHMARKS.md §16).
-    learned_ranker: bool = False
+    #: (search/rank.py); off: the hand-set fusion's order stands. On by default: measured with
+    #: bench/ranking.py it is significantly worse than the fusion on no dev set and 0.6 points
+    #: of hit@3 better on average (held out it loses ToolBench's multi-tool requests); it runs
+    #: only with the packaged embedding model and the adaptive fusion, else the fusion's order
+    #: stands (docs/BENCHMARKS.md §16).
+    learned_ranker: bool = True
     #: Where the learned ranker's row for the whole of a request of several intents comes from:
     #: ``intents_mean``, the intents' rows averaged by their lengths and normalised (what the
     #: packaged ranker learned from: no embedding beside the intents); ``embedded``, its text

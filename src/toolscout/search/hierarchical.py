@@ -184,6 +184,7 @@ class HierarchicalSearcher:
         tools = self.hits(ranked, include_schemas=req.include_schemas)
         end = time.perf_counter()
         total = self._count(_filters(req, None), state)
+        ranking, ranker_off = self.searcher.ranking(req.mode)
         metadata = {
             # A fallback searched the whole catalog: say so rather than name the strategy asked.
             "strategy_used": str(Strategy.DIRECT if fallback else req.strategy),
@@ -199,6 +200,10 @@ class HierarchicalSearcher:
             "total_time_ms": _ms(t0, end),
             "searched_fraction": round(cand / total, 6) if total else 0.0,
             "calibration": self.searcher.calibration_status,
+            # What ordered the hits ("learned", or the fusion or leg that did) and why not the
+            # learned ranker (None when it ran).
+            "ranking": ranking,
+            "ranker_off": ranker_off,
             "answerable": round(answerable, 6) if answerable is not None else None,
         }
         return SearchResult(

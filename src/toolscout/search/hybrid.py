@@ -16,12 +16,14 @@ fixes both:
   and each intent is also fused on its own, so the best tool for *one* intent ranks as high as
   the best tool for the whole request ("book a meeting *and email her the agenda*").
 
-With ``learned_ranker`` on (opt-in), a learned model re-orders the first fused candidates and
+With ``learned_ranker`` on (the default), a learned model re-orders the first fused candidates and
 its probabilities are the scores (``search/rank.py``; its candidates' names and servers:
 ``search/candidates.py``). It also reads the cosine of the *whole* request: for a request of
 several intents its intents' rows averaged (``whole_request = "intents_mean"``) or the text
-embedded with them, searched as one more row of ``nearest_many``. With the ranker off, scores
-come from ``search/calibration.py``: the probability that the tool serves the request. Either
+embedded with them, searched as one more row of ``nearest_many``. It serves the packaged
+embedding model with the adaptive fusion; with another model or fusion, or ``learned_ranker``
+off, the fusion's order stands (:meth:`HybridSearcher.ranking` says which ran, and why). Then
+scores come from ``search/calibration.py``: the probability that the tool serves the request. Either
 way, a request that no indexed tool is likely to serve (judged from the legs before fusion) is
 a ``no_match``.
 """
@@ -37,7 +39,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from toolscout.embed.base import Embedder
-from toolscout.errors import ConfigError, QueryError
+from toolscout.errors import QueryError
 from toolscout.models import Filters, Ranked, Scored, SearchMode
 from toolscout.search.boost import Boost
 from toolscout.search.calibration import Calibration, Evidence, load_calibration, scored_hits
@@ -47,7 +49,14 @@ from toolscout.search.fusion import best_of_intents, fuse_legs, intent_owners, s
 from toolscout.search.intents import split_intents
 from toolscout.search.nametable import NameTable
 from toolscout.search.queryrows import QueryRows, intents_mean, stacked, whole_run_of
-from toolscout.search.rank import Legs, Ranker, candidate_rows, load_ranker, rerank
+from toolscout.search.rank import (
+    Legs,
+    Ranker,
+    candidate_rows,
+    config_blocks,
+    rerank,
+    serving_ranker,
+)
 from toolscout.search.request import check_query
 from toolscout.search.text import query_tokens
 from toolscout.store.base import IndexState, Store
@@ -90,16 +99,9 @@ class HybridSearcher:
             )
         #: Learned from use (``toolscout.feedback``): set by the engine, None when off.
         self.boost: Boost | None = None
-        #: The learned ranker (the packaged one unless given; None: the fusion's order stands).
-        self.ranker = ranker
-        if ranker is None and self.config.learned_ranker:
-            try:
-                self.ranker = self._packaged_ranker()
-            except ConfigError as exc:
-                # Searches still work in the fusion's order; say once why, and how to refit.
-                if str(exc) not in _WARNED:
-                    _WARNED.add(str(exc))
-                    log.warning("learned ranker off: %s", exc)
+        #: The learned ranker (the packaged one unless given; None: the fusion's order stands)
+        #: and, when it is None, why (reported in search metadata as ``ranker_off``).
+        self.ranker, self.ranker_off = serving_ranker(self.config, self.calibration_status, ranker)
         #: The ranker's view of its candidates (names' tokens, servers), per index version:
         #: the whole catalog's, loaded apart once the ranker first needs it.
         self.seen = CandidateCache(
@@ -111,15 +113,23 @@ class HybridSearcher:
         )
         self._parallel_reads = store.parallel_reads
 
-    def _packaged_ranker(self) -> Ranker:
-        """Raises: ConfigError when the packaged ranker cannot serve this searcher's model: it
-        learned from the cosines of the model the calibration was fitted for."""
-        if self.calibration_status != "fitted":
-            raise ConfigError(
-                f"it was fitted with the packaged model's cosines (scores are "
-                f"{self.calibration_status}); the hand-set fusion ranks instead"
-            )
-        return load_ranker()
+    def ranking(self, mode: SearchMode) -> tuple[str, str | None]:
+        """What orders a search in ``mode`` (``"learned"``: the learned ranker re-scores the
+        fused candidates; else the fusion's name, or the one leg's in a ``bm25`` or ``vector``
+        search) and, when the ranker does not, why not."""
+        if mode is not SearchMode.HYBRID:
+            return mode.value, "the learned ranker re-scores hybrid searches only"
+        if self._ranker_for(mode) is None:
+            why = config_blocks(self.config) or self.ranker_off or "no ranker loaded"
+            return self.config.fusion, why
+        return "learned", None
+
+    def _ranker_for(self, mode: SearchMode) -> Ranker | None:
+        """The ranker a search in ``mode`` runs, or None (the configuration may have changed
+        since the searcher was built: it is read per search)."""
+        if mode is not SearchMode.HYBRID or config_blocks(self.config) is not None:
+            return None
+        return self.ranker
 
     def close(self) -> None:
         """Stop the leg threads (later searches run their legs in turn) and the loads of the
@@ -248,7 +258,7 @@ class HybridSearcher:
         runs: list[list[Scored]] = []
         embedded: list[NDArray[np.float32]] = []
         # The learned ranker reads the whole request's run of nearest tools too.
-        ranker = self.ranker if mode is SearchMode.HYBRID and cfg.learned_ranker else None
+        ranker = self._ranker_for(mode)
         whole = ranker is not None
         whole_run: list[list[Scored]] = []
 

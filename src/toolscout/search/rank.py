@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -44,6 +45,7 @@ from numpy.typing import NDArray
 
 from toolscout.errors import ConfigError
 from toolscout.models import Scored
+from toolscout.search.config import SearchConfig
 from toolscout.search.forest import Forest, parse_lightgbm
 from toolscout.search.rankcal import RankCalibration, load_rank_calibration
 from toolscout.search.rankrows import FEATURES as FEATURES
@@ -53,6 +55,8 @@ from toolscout.search.rankrows import WHOLE_COLUMNS as WHOLE_COLUMNS
 from toolscout.search.rankrows import Legs as Legs
 from toolscout.search.rankrows import candidate_rows as candidate_rows
 from toolscout.search.rankrows import features as features
+
+log = logging.getLogger("toolscout.search")
 
 MODEL_FILE = "ranker.txt"
 META_FILE = "ranker.json"
@@ -202,3 +206,47 @@ def load_ranker(folder: Path | None = None) -> Ranker:
     trees = parse_lightgbm(model.decode("utf-8"))
     rankcal, status = load_rank_calibration(digest, FEATURES, folder)
     return Ranker(trees, FEATURES, weights, str(meta.get("provenance", "")), rankcal, status)
+
+
+#: Reasons the ranker is off already logged (once per process each).
+_LOGGED: set[str] = set()
+
+
+def config_blocks(config: SearchConfig) -> str | None:
+    """Why a search with ``config`` cannot run the learned ranker, or None when it can."""
+    if not config.learned_ranker:
+        return "learned_ranker = false"
+    if config.fusion != "adaptive":
+        # Its features include the adaptive fusion's score and rank: another fusion's are not
+        # what it learned from.
+        return f"fusion = {config.fusion!r}: the ranker reads the adaptive fusion's scores"
+    return None
+
+
+def serving_ranker(
+    config: SearchConfig, calibration_status: str, given: Ranker | None = None
+) -> tuple[Ranker | None, str | None]:
+    """The ranker a searcher with ``config`` uses (``given``, else the packaged one), or None
+    and why the fusion's order stands instead. ``calibration_status``: the hand-set fusion's
+    (search/calibration.py); anything but ``"fitted"`` means another embedding model than the
+    one whose cosines the packaged ranker learned from."""
+    blocked = config_blocks(config)
+    if blocked is not None:
+        return None, blocked
+    if given is not None:
+        return given, None
+    if calibration_status != "fitted":
+        reason = (
+            f"fitted with the packaged model's cosines (scores are {calibration_status}); "
+            "the hand-set fusion ranks instead"
+        )
+        level = logging.INFO  # another model is an expected case, and metadata says so
+    else:
+        try:
+            return load_ranker(), None
+        except ConfigError as exc:
+            reason, level = str(exc), logging.WARNING
+    if reason not in _LOGGED:
+        _LOGGED.add(reason)
+        log.log(level, "learned ranker off: %s", reason)
+    return None, reason
