@@ -1,4 +1,5 @@
-"""The default search's scores go through the packaged score map (search/scoremap.py)."""
+"""The hand-set fusion's scores (``learned_ranker = false``) go through the packaged score map
+(search/scoremap.py)."""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ def _search(engine: Engine, cal: Calibration, query: str) -> tuple[list[Ranked],
 
 @pytest.fixture
 def indexed(settings: Settings) -> Engine:
-    engine = Engine.open(settings)
+    engine = Engine.open(settings.model_copy(update={"learned_ranker": False}))
     engine.index([Loaded("test", TOOLS)])
     return engine
 
@@ -51,7 +52,7 @@ def test_the_packaged_default_carries_a_score_map() -> None:
     assert isinstance(load_calibration().models["hybrid"].score_map, ScoreMap)
 
 
-def test_a_clear_match_scores_high_on_the_default_path(indexed: Engine) -> None:
+def test_a_clear_match_scores_high_on_the_fusions_path(indexed: Engine) -> None:
     assert indexed.searcher.ranker is None
     hit = indexed.search("snow depth", limit=3).hits[0]
     indexed.close()

@@ -14,8 +14,6 @@ import pytest
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.errors import ConfigError
-from toolscout.eval.run import load_queries
-from toolscout.ingest.jsonfile import CatalogFile
 from toolscout.models import Loaded, Tool
 from toolscout.search.forest import parse_lightgbm
 from toolscout.search.rank import FEATURES, META_FILE, MODEL_FILE, load_ranker
@@ -190,21 +188,3 @@ def test_the_ranker_is_off_when_asked(settings: Settings) -> None:
     engine = Engine.open(settings.model_copy(update={"learned_ranker": False}))
     assert engine.searcher.ranker is None
     engine.close()
-
-
-@pytest.mark.slow
-def test_learned_ranker_stays_above_the_floor_on_short_single_tool_requests(
-    settings: Settings,
-) -> None:
-    """tests/data/single_intent over the built-in catalog, top 3, ranker on: bench/ranking.py
-    measured 75.8 (dev half) and 91.9 (held-out half), 83.9 over the whole set, against 83.1
-    for the hand-set fusion (docs/BENCHMARKS.md §16); the floor sits below both."""
-    starter = Path(str(resources.files("toolscout.data").joinpath("starter_catalog.json")))
-    engine = Engine.open(settings.model_copy(update={"learned_ranker": True}))
-    engine.index([CatalogFile(starter, source="builtin").read()])
-    rows = load_queries(
-        Path(__file__).resolve().parents[1] / "data" / "single_intent" / "queries.jsonl"
-    )
-    hits = [any(h.tool.id in q.gold for h in engine.search(q.text, limit=3).hits) for q in rows]
-    engine.close()
-    assert sum(hits) / len(hits) >= 0.78
