@@ -17,10 +17,10 @@ it from learning to punish a candidate for more evidence. The rows are built in
 search/rankrows.py (the names are re-exported here).
 
 The model is LightGBM's own text dump (``ranker.txt``), evaluated with numpy
-(search/forest.py), so serving needs no LightGBM. It is off by default
+(search/forest.py), so serving needs no LightGBM. It is on by default
 (``SearchConfig.learned_ranker``): on no dev set is it significantly worse than the hand-set
-fusion and on average a little better, but its cost at 100k tools is measured against the
-latency targets before it is (docs/benchmarks/ranking.md). ``ranker.json`` beside it
+fusion and on average a little better (docs/benchmarks/ranking.md); :func:`serving_ranker`
+says when it cannot serve (another embedding model or fusion). ``ranker.json`` beside it
 records the file's sha256 (checked at load), the feature names, the command that fitted it,
 and a logistic calibration of the ranker's output and its context (:data:`CALIBRATION_INPUTS`).
 The score map that replaces that logistic one when it was fitted for these trees
