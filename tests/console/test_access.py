@@ -59,6 +59,13 @@ def test_a_read_key_opens_the_pages_to_remote_clients(app_engine: Engine, tmp_pa
         assert ok.status_code == 200
 
 
+def test_the_status_page_says_what_orders_a_search(app_engine: Engine, tmp_path: Path) -> None:
+    with _client(app_engine, tmp_path, LOOPBACK) as local:
+        page = local.get("/status")
+    assert page.status_code == 200
+    assert "<dt>ranking</dt><dd>learned ranker</dd>" in page.text
+
+
 def test_writes_are_disabled_without_an_admin_key(app_engine: Engine, tmp_path: Path) -> None:
     with _client(app_engine, tmp_path, LOOPBACK) as local:
         denied = local.post("/console/session", data={"key": "anything"})

@@ -156,6 +156,7 @@ def test_status_shows_counts_model_and_request_figures(page: Any, served: Served
     expect(page.locator(".tiles")).to_contain_text(str(total))
     expect(page.locator("#metrics-h + table")).to_contain_text("/api/v1/search")
     expect(page.locator("dl.facts")).to_contain_text("minilm")
+    expect(page.locator("dl.facts")).to_contain_text("learned ranker")
     screenshot(page, "status")
 
 

@@ -174,6 +174,8 @@ def _status_page(router: APIRouter, settings: Settings) -> None:
                     "embed_model": settings.embed_model,
                     "query_encoder": settings.query_encoder,
                     "fusion": settings.fusion,
+                    # What orders a hybrid search: the learned ranker, or why the fusion does.
+                    "ranking": engine.searcher.ranking(SearchMode.HYBRID),
                     "reports_dir": settings.reports_dir,
                     "writes": "enabled" if settings.api_key else "disabled (no admin key)",
                     "pid": os.getpid(),
