@@ -33,3 +33,12 @@ def test_search_page_shows_answerable_and_no_match(local: TestClient) -> None:
     nothing = local.get("/", params={"q": "what is the meaning of life", "strategy": "direct"})
     assert nothing.status_code == 200
     assert "<b>no_match</b>" in nothing.text
+
+
+def test_search_page_says_what_ordered_the_hits(local: TestClient) -> None:
+    hybrid = local.get("/", params={"q": "send an email to a colleague", "strategy": "direct"})
+    assert hybrid.status_code == 200
+    assert ">learned ranker</b>" in hybrid.text
+    bm25 = local.get("/", params={"q": "send an email", "strategy": "direct", "mode": "bm25"})
+    assert bm25.status_code == 200
+    assert ">learned ranker</b>" not in bm25.text and "learned ranker off" in bm25.text
