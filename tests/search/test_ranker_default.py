@@ -3,12 +3,16 @@ a one-leg mode, the setting off) the fusion's order stands, and every search say
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from dataclasses import replace
+from importlib import resources
+from pathlib import Path
 
 import pytest
 
 from toolscout.config import Settings
+from toolscout.embed.local import TOOL_MODEL_DIR
 from toolscout.engine import Engine
 from toolscout.models import Loaded, SearchMode, SearchRequest, Strategy, Tool
 from toolscout.search.config import SearchConfig
@@ -115,3 +119,25 @@ def test_skill_first_strategies_run_the_ranker_and_keep_their_contract(
         assert all(set(h.skill_ids) & set(used) for h in result.tools)
     scores = [h.score for h in result.tools]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_a_users_onnx_folder_ranks_by_the_fusion_and_says_why(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """The packaged ranker learned from the packaged model's cosines: any other model (here an
+    ``onnx:`` folder, even one holding the same files) gets the hand-set fusion."""
+    packaged = Path(str(resources.files("toolscout.embed").joinpath(TOOL_MODEL_DIR)))
+    folder = tmp_path / "my-model"
+    folder.mkdir()
+    for name in ("model.onnx", "tokenizer.json", "config.json"):
+        shutil.copy(packaged / name, folder / name)
+    engine = _opened(settings, embed_model=f"onnx:{folder}")
+    try:
+        assert engine.searcher.config.learned_ranker and engine.searcher.ranker is None
+        result = engine.find(SearchRequest(QUERY, limit=3))
+        assert result.tools[0].tool.id == "snow"
+        assert result.metadata["ranking"] == "adaptive"
+        assert "packaged model's cosines" in str(result.metadata["ranker_off"])
+        assert str(result.metadata["calibration"]).startswith("approximate")
+    finally:
+        engine.close()
