@@ -94,16 +94,13 @@ from toolscout.engine import Engine
 from toolscout.models import Ranked, SearchMode
 from toolscout.search.calibration import (
     CALIBRATION_FILE,
-    MODE_FEATURES,
     Calibration,
-    Evidence,
     ModeModel,
-    RequestEvidence,
     embedder_identity,
     fit_logistic,
     load_calibration,
-    request_evidence,
 )
+from toolscout.search.evidence import MODE_FEATURES, Evidence, RequestEvidence, request_evidence
 
 MODES = ("hybrid", "vector", "bm25")
 TRAIN_SOURCES = ("metatool", "gorilla_apibench", "bfcl")
