@@ -139,6 +139,8 @@ EXCLUDED = {
     "catalogs.py": "a helper of the others; it runs here through the tiny_catalog fixture",
     "shared_data.py": "a helper of the others: where the shared data is",
     "lexical_legs.py": "a helper of lexical.py (the legs it compares); it runs here through it",
+    "lexical_impacts.py": "a helper of lexical.py (its Qdrant sparse and impact legs); it runs "
+    "here through it",
 }
 # bench/fit/ is not run either: its scripts fit constants and weights into files the package
 # ships.
