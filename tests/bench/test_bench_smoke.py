@@ -139,6 +139,8 @@ EXCLUDED = {
     "catalogs.py": "a helper of the others; it runs here through the tiny_catalog fixture",
     "shared_data.py": "a helper of the others: where the shared data is",
     "lexical_legs.py": "a helper of lexical.py (the legs it compares); it runs here through it",
+    "latency_index.py": "a helper of latency.py, search_stages.py and ann_recall.py (the scale "
+    "index they time); it runs here through them",
     "lexical_impacts.py": "a helper of lexical.py (its Qdrant sparse and impact legs); it runs "
     "here through it",
 }
