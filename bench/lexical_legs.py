@@ -1,5 +1,7 @@
-"""Lexical legs compared by bench/lexical.py: the store's FTS5 and three engines over the same
-analysed field texts (``toolscout.search.document.lexical_fields``, the analyser's tokens).
+"""Lexical legs compared by bench/lexical.py, their protocol and what they share: the store's own
+(FTS5 and its posting index), tantivy and bm25s here, the legs that store BM25F term factors in
+bench/lexical_impacts.py; all over the same analysed field texts
+(``toolscout.search.document.lexical_fields``, the analyser's tokens).
 
 Every leg takes the tools' eight analysed fields and the store's per-field weights
 (``SearchConfig.field_weights``) and answers ``search(tokens, limit)`` with ``Scored`` hits,
