@@ -21,11 +21,12 @@ peer text (``cosine``, ``bm25s``, ``rrf``) and the default with one of its own r
 The requests the default misses at 3 and the set's best baseline (``--against``; by default
 the baseline with the highest hit@3 on that split) hits are each given one cause, the first of
 these that holds: a rule whose removal alone puts a gold tool in the top 3 (exact-name, quotas,
-intent splitting, in that order); the fusion, when one of the product's legs has a gold tool in
-its top 3 but the fused list does not; otherwise the legs themselves (neither of the product's
-legs has it in its top 3), split by whether the peer text's cosine or bm25s does. The same is
-tallied over the requests the default hits and that baseline misses, and every variant is counted
-against the default over the whole split (requests gained / lost at 3, sign test).
+intent splitting, in that order; for a request of one intent, embedding it whole differs from
+the default only by the final punctuation the splitter trims, and is counted apart); the
+fusion, when one of the product's legs has a gold tool in its top 3 but the fused list does
+not; otherwise the legs themselves (neither of the product's legs has it in its top 3), split
+by whether the peer text's cosine or bm25s does. Every variant is also counted against the
+default over the whole split (requests gained / lost at 3, sign test).
 """
 
 from __future__ import annotations
@@ -139,10 +140,14 @@ def cause(row: dict[str, Any]) -> str:
     hits (module docstring)."""
     p = row["places"]
     for rule in RULES:
-        if _in3(p[rule]):
-            return {"no_exact": "exact-name rule", "no_quota": "intent quotas"}.get(
-                rule, "intent splitting"
-            )
+        if not _in3(p[rule]):
+            continue
+        if rule == "one_row" and row["intents"] == 1:
+            # One intent: the only difference is the splitter's trim of the final punctuation.
+            return "the text embedded (one intent, its final punctuation trimmed)"
+        return {"no_exact": "exact-name rule", "no_quota": "intent quotas"}.get(
+            rule, "intent splitting (several intents, one need)"
+        )
     if _in3(p["lexical"]) or _in3(p["vector"]):
         return "fusion weights (a product leg has it, the fused list not)"
     if _in3(p["cosine"]) or _in3(p["bm25s"]):
