@@ -38,7 +38,11 @@ same query before the next query, so load on a shared machine hits every variant
   shows what building the rows a column at a time saves);
 * ``cold_names`` - ``shipped`` with nothing remembered: every candidate's name and server read
   with the store's narrow read on every search (a request whose candidates no search has met
-  since the last write; the others find the ones an earlier variant read for the same query);
+  since the last write);
+* ``remembered_names`` - ``shipped`` with the candidates' names and servers got the previous
+  way: read with the store's narrow read when no search has met them at this index version,
+  then remembered for it (the shipped path holds every tool's, loaded apart once per version:
+  search/nametable.py; the ``names`` part of ``rerank`` of the two shows what that saves);
 * ``alternating`` - ``shipped`` with a request's texts shared between the two query sessions
   the previous way (by length, alternately) instead of in two halves of equal length (the
   ``embed`` stage of the two, on long requests, shows what balancing saves);
@@ -48,14 +52,18 @@ same query before the next query, so load on a shared machine hits every variant
   out of the same-answers check); its cost is that of a ranker fitted for the embedded row with
   as many trees (the previous packaged one had 262, this one 148).
 
-Every other query runs the variants in reverse order, so that none always follows another
-that has just warmed the caches with the same query.
+The order of the variants rotates from query to query and every other query reverses it, so
+that each runs first on a new query as often as the others (a request's first search pays for
+reading its part of the indexes into the processor's caches) and none always follows another
+that has just warmed them with the same query.
 
 The legs are the product's for the catalog's size (at 100k: the HNSW shard and the posting
-index). Printed per request kind and variant: total wall p50 / p95 / p99, process CPU per search
-(p50), each stage's p50 / p95 (embedding, lexical leg, vector leg, the learned ranker's
-re-scoring with its candidates' read (and, as ``names``, that read alone), hits; ``other``: the
-rest, the wall time less the stages, so below zero where the legs overlapped), when the
+index; the learned ranker's table of every tool's name and server is loaded first, and its
+load time and memory printed). Printed per request kind and variant: total wall p50 / p95 /
+p99, process CPU per search (p50), each stage's p50 / p95 (embedding, lexical leg, vector
+leg, the learned ranker's re-scoring with its candidates' read (and, as ``names``, that read
+alone), hits; ``other``: the rest, the wall time less the stages, so below zero where the legs
+overlapped), when the
 embedding began after the search did and how long the vector leg then waited for its vectors
 (p50 / p95), the share of searches a garbage collection ran in, its longest pause and the
 share with a full (generation 2) collection, and whether every variant returned the same ids
@@ -70,9 +78,11 @@ import argparse
 import functools
 import gc
 import json
+import os
 import random
 import sys
 import time
+import tracemalloc
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -97,6 +107,7 @@ from toolscout.models import ItemType, Scored, SearchMode, Tool
 from toolscout.search.candidates import CandidateCache
 from toolscout.search.config import SearchConfig
 from toolscout.search.hybrid import HybridSearcher
+from toolscout.search.nametable import NameTable, read_snapshot
 from toolscout.search.rank import Legs, features
 from toolscout.search.text import query_tokens
 from toolscout.store.sql import tools as tool_rows
@@ -104,12 +115,16 @@ from toolscout.store.sqlite.ann.shard import EdgeIndex
 
 VARIANTS = (
     *("previous", "one_thread", "split", "pool_embeds", "shipped", "hashed_hits", "frozen"),
-    *("hand_fusion", "light_rows", "row_ranker", "cold_names", "alternating", "whole_embedded"),
+    *("hand_fusion", "light_rows", "row_ranker", "cold_names", "remembered_names"),
+    *("alternating", "whole_embedded"),
 )
 #: Variants that rank otherwise, left out of the same-answers check.
 RANKS_OTHERWISE = ("hand_fusion", "whole_embedded")
 #: Variants that run the shipped path but for the one part they replace.
-SHIPPED_TOO = ("light_rows", "row_ranker", "cold_names", "alternating", "whole_embedded")
+SHIPPED_TOO = (
+    *("light_rows", "row_ranker", "cold_names", "remembered_names", "alternating"),
+    "whole_embedded",
+)
 STAGES = ("embed", "lexical", "vector", "rerank", "hits")
 #: Parts of a stage above, timed on their own: ``names``, the ranker's read of its candidates'
 #: names and servers (remembered per index version) within ``rerank``.
@@ -249,8 +264,15 @@ def _use(engine: Engine, variant: str) -> None:
         searcher._rerank = functools.partial(_row_rerank, searcher)  # type: ignore[method-assign]
     else:
         searcher.__dict__.pop("_rerank", None)
+    shipped_seen = searcher.__dict__.setdefault("_bench_seen", searcher.seen)
     if variant == "cold_names":
         searcher.seen = CandidateCache(engine.store.tools)
+    elif variant == "remembered_names":
+        searcher.seen = searcher.__dict__.setdefault(
+            "_bench_remembered", CandidateCache(engine.store.tools)
+        )
+    else:
+        searcher.seen = shipped_seen
     onnx.balanced_halves = _alternating if variant == "alternating" else SHIPPED_HALVES  # type: ignore[assignment]
     hashed = variant == "hashed_hits"
     tool_rows.row_to_light_tool = _hashed_light_tool if hashed else SHIPPED_LIGHT_TOOL  # type: ignore[assignment]
@@ -329,6 +351,37 @@ def _open(keep: Path, size: int, ann_ef: int | None = None) -> Engine:
     return engine
 
 
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def _names_table(engine: Engine) -> dict[str, Any]:
+    """Load the ranker's table of every tool's name and server (what a serving process's first
+    ranked search starts): its load time on its thread, the RSS it added, and the memory its
+    objects hold (tracemalloc, over a second read of the same snapshot)."""
+    seen = engine.searcher.seen
+    table = seen.catalog
+    assert isinstance(table, NameTable)
+    state = engine.store.state()
+    rss = _rss_mb()
+    seen.get([], state.version, max(state.tools, table.min_tools))
+    table.wait_loaded(None)
+    assert table.ready() is not None, "the names table was not loaded"
+    grown = _rss_mb() - rss
+    tracemalloc.start()
+    held = read_snapshot(engine.store.tools, state.version)
+    traced = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    del held
+    return {
+        "tools": table.describe()["tools"],
+        "load_s": round(table.loads[-1], 3),
+        "rss_added_mb": round(grown, 1),
+        "traced_mb": round(traced / 2**20, 1),
+    }
+
+
 def _summary(rows: list[dict[str, float]]) -> dict[str, Any]:
     def p(key: str, q: float) -> float:
         return round(percentile([r.get(key, 0.0) for r in rows], q), 2)
@@ -380,7 +433,8 @@ def _ratios(out: dict[str, Any]) -> dict[str, float | None]:
             )
     for v, stage in (
         *(("light_rows", "rerank"), ("row_ranker", "rerank")),
-        *(("cold_names", "rerank"), ("alternating", "embed")),
+        *(("cold_names", "rerank"), ("remembered_names", "rerank")),
+        ("alternating", "embed"),
     ):
         if v in out and "shipped" in out:
             mine, theirs = (out[w]["stages_p50_p95"][stage][0] for w in ("shipped", v))
@@ -395,6 +449,14 @@ def _ratios(out: dict[str, Any]) -> dict[str, float | None]:
             out["shipped"]["total_p95"] / out["previous"]["total_p95"], 3
         )
     return ratios
+
+
+def _order(variants: list[str], k: int) -> list[str]:
+    """The variants' order for the ``k``-th query: rotated by one every other query, and
+    reversed every other query (for three variants, each of the six orders in turn)."""
+    turn = (k // 2) % len(variants)
+    rotated = variants[turn:] + variants[:turn]
+    return rotated if k % 2 == 0 else rotated[::-1]
 
 
 def measure(engine: Engine, queries: list[str], variants: list[str]) -> dict[str, Any]:
@@ -418,9 +480,7 @@ def measure(engine: Engine, queries: list[str], variants: list[str]) -> dict[str
     try:
         for k, q in enumerate(queries):
             answers = []
-            # Every other query runs the variants in reverse: none always runs right after
-            # another variant warmed the caches with the same query.
-            for v in variants if k % 2 == 0 else variants[::-1]:
+            for v in _order(variants, k):
                 _use(engine, v)
                 row, answer = _timed_search(engine, q, pauses)
                 rows[v].append(row)
@@ -450,6 +510,8 @@ def main() -> int:
     store: Any = engine.store
     legs = {"vector": store.ann.describe()["leg"], "lexical": store.lex.describe()["leg"]}
     result: dict[str, Any] = {"tools": engine.store.count(), "legs": legs}
+    result["names_table"] = _names_table(engine)
+    print(json.dumps({"names_table": result["names_table"]}), flush=True)
     for kind, pool, n in (("short", short, args.queries), ("long", long, args.queries // 2)):
         result[kind] = measure(engine, [rng.choice(pool) for _ in range(max(n, 6))], args.variants)
         print(json.dumps({kind: result[kind]}), flush=True)

@@ -24,6 +24,7 @@ from toolscout.ingest.jsonfile import CatalogFile
 from toolscout.models import Loaded, Scored, Tool
 from toolscout.search.candidates import CandidateCache, candidate, missing
 from toolscout.search.hybrid import HybridSearcher
+from toolscout.search.nametable import NameTable
 from toolscout.search.rank import (
     FEATURES,
     MODEL_FILE,
@@ -120,6 +121,33 @@ def test_remembered_candidates_give_the_answers_of_reading_every_row(ranked: Eng
     cold = _answers(searcher, requests)
     warm = _answers(searcher, requests)
     assert cold == expected and warm == expected
+    before.close()
+
+
+def test_the_whole_catalogs_table_gives_the_same_answers_without_a_read(ranked: Engine) -> None:
+    searcher, store = ranked.searcher, ranked.store
+    before = LightRowSearcher(store, searcher.embedder, searcher.config, ranker=searcher.ranker)
+    requests = _requests()
+    expected = _answers(before, requests)
+    reads = CountingReads(store.tools)
+    table = NameTable(store.tools, lambda: store.state().version, min_tools=0, rest=0)
+    searcher.seen.close()
+    searcher.seen = CandidateCache(reads, catalog=table)  # type: ignore[arg-type]
+    # The first search starts the load and reads its candidates as before meanwhile.
+    assert _answers(searcher, requests[:1]) == expected[:1]
+    assert table.wait_loaded(60) and table.describe()["tools"] == store.count()
+    reads.asked.clear()
+    assert _answers(searcher, requests) == expected
+    assert reads.asked == []
+    # A write: the table holds the old version, so the next search reads as before.
+    ranked.index([Loaded("extra", [Tool("x.report", "email_report", "Send a message")])])
+    request = "email the weekly report to the team"
+    assert _answers(searcher, [request]) == _answers(before, [request])
+    assert reads.asked
+    assert table.wait_loaded(60)
+    reads.asked.clear()
+    assert _answers(searcher, [request]) == _answers(before, [request])
+    assert reads.asked == []
     before.close()
 
 

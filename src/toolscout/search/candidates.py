@@ -1,12 +1,14 @@
 """What a search reads of its candidates' names: the learned ranker's view of each candidate
-(search/rank.py), remembered per index version, and the exact-name rule.
+(search/rank.py), and the exact-name rule.
 
 A search re-scores its first 100 fused candidates. Reading them from the store each time, even
 as light rows, cost more than evaluating the trees; a name and a server only change with a
-write, and every write moves the store's data version (:class:`~toolscout.store.base.IndexState`),
-so :class:`CandidateCache` keeps them for the version a search read and forgets them all when
-it moves. What it misses it reads with the store's narrow ``names`` read (two columns, nothing
-decoded). A store that cannot tell its version (None) is read every time.
+write, and every write moves the store's data version (:class:`~toolscout.store.base.IndexState`).
+So the views come from a table of the whole catalog held for that version when it has one
+(search/nametable.py, loaded apart), else from :class:`CandidateCache`, which keeps what it
+read for the version a search read and forgets it all when it moves. What neither holds is read
+with the store's narrow ``names`` read (two columns, nothing decoded). A store that cannot tell
+its version (None) is read every time.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import threading
 from collections.abc import Hashable, Mapping, Sequence
 from functools import lru_cache
 from itertools import islice
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from toolscout.models import Scored
 from toolscout.search.text import analyze, identifier_key
@@ -39,36 +41,73 @@ def candidate(tool_id: str, name: str, server: str | None) -> Candidate:
     return Candidate(_token_set(name), server or tool_id)
 
 
+def name_tokens(name: str) -> frozenset[str]:
+    """The analysed tokens of a name, as a :class:`Candidate` holds them."""
+    return frozenset(analyze(name))
+
+
 def missing(tool_id: str) -> Candidate:
     """The view of an id the store does not hold: no name, a peer group of its own."""
     return Candidate(frozenset(), tool_id)
 
 
-@lru_cache(maxsize=CACHE_SIZE)
-def _token_set(name: str) -> frozenset[str]:
-    # Analysing a name costs more than the rest of its row; names repeat across tools.
-    return frozenset(analyze(name))
+# Analysing a name costs more than the rest of its row; names repeat across tools.
+_token_set = lru_cache(maxsize=CACHE_SIZE)(name_tokens)
+
+
+class Catalog(Protocol):
+    """The views of a whole catalog held for one data version (search/nametable.py)."""
+
+    def views(
+        self, ids: Sequence[str], version: Hashable, tools: int
+    ) -> dict[str, Candidate] | None:
+        """The views held among ``ids`` at ``version`` (a catalog of ``tools`` tools), or None
+        while none of that version are held."""
+        ...
+
+    def close(self) -> None: ...
 
 
 class CandidateCache:
-    """:class:`Candidate` views by tool id for one index version at a time. Thread-safe."""
+    """:class:`Candidate` views by tool id for one index version at a time: from ``catalog``
+    when it holds that version, else as read and remembered here. Thread-safe."""
 
-    def __init__(self, tools: ToolReads, size: int = CACHE_SIZE) -> None:
+    def __init__(
+        self, tools: ToolReads, size: int = CACHE_SIZE, catalog: Catalog | None = None
+    ) -> None:
         self.tools = tools
         self.size = size
+        self.catalog = catalog
         self._lock = threading.Lock()
         self._version: Hashable | None = None
         self._known: dict[str, Candidate] = {}
 
-    def get(self, ids: Sequence[str], version: Hashable | None) -> dict[str, Candidate]:
+    def get(
+        self, ids: Sequence[str], version: Hashable | None, tools: int = 0
+    ) -> dict[str, Candidate]:
         """The view of every id in ``ids`` at data ``version`` (what the search read of the
-        index); ids the store does not hold get :func:`missing`'s.
+        index, ``tools``: its size); ids the store does not hold get :func:`missing`'s.
 
         Raises:
             StoreError: the read of the ids not yet known failed.
         """
         if version is None:
             return _complete(ids, self._read(ids))
+        held = self.catalog.views(ids, version, tools) if self.catalog is not None else None
+        if held is None:
+            return self._remembered(ids, version)
+        if len(held) < len(ids):
+            # Written after the table's version, or gone: read (and remembered) as before.
+            held.update(self._remembered([tid for tid in ids if tid not in held], version))
+        return held
+
+    def close(self) -> None:
+        """Stop the catalog's loads."""
+        if self.catalog is not None:
+            self.catalog.close()
+
+    def _remembered(self, ids: Sequence[str], version: Hashable) -> dict[str, Candidate]:
+        """The views of ``ids`` remembered here for ``version``, the others read now."""
         with self._lock:
             if version != self._version:
                 self._known = {}

@@ -17,15 +17,13 @@ fixes both:
   the best tool for the whole request ("book a meeting *and email her the agenda*").
 
 With ``learned_ranker`` on (opt-in), a learned model re-orders the first fused candidates and
-its probabilities are the scores (``search/rank.py``; its candidates' names and servers come
-from ``search/candidates.py``). It also reads the cosine of the *whole* request embedded as one
-text: for a request of several intents that text is embedded in the same call as the intents
-(or, with ``whole_request = "intents_mean"``, their rows are averaged) and gets its own row of
-the vector leg's ``nearest_many``; a request of one intent is that text already. With the ranker
-off, neither is made, and scores come from ``search/calibration.py``: a hit's score is the
-probability that the tool serves the request, comparable across requests. Either way, a request
-that no indexed tool is likely to serve (judged from the legs before fusion: the vector leg's
-closest tool, the catalog's size) is a ``no_match``.
+its probabilities are the scores (``search/rank.py``; its candidates' names and servers:
+``search/candidates.py``). It also reads the cosine of the *whole* request: for a request of
+several intents its intents' rows averaged (``whole_request = "intents_mean"``) or the text
+embedded with them, searched as one more row of ``nearest_many``. With the ranker off, scores
+come from ``search/calibration.py``: the probability that the tool serves the request. Either
+way, a request that no indexed tool is likely to serve (judged from the legs before fusion) is
+a ``no_match``.
 """
 
 from __future__ import annotations
@@ -47,6 +45,7 @@ from toolscout.search.candidates import CandidateCache, exact_name_first
 from toolscout.search.config import SearchConfig
 from toolscout.search.fusion import best_of_intents, fuse_legs, intent_owners, spread_intents
 from toolscout.search.intents import split_intents
+from toolscout.search.nametable import NameTable
 from toolscout.search.queryrows import QueryRows, intents_mean, stacked, whole_run_of
 from toolscout.search.rank import Legs, Ranker, candidate_rows, load_ranker, rerank
 from toolscout.search.request import check_query
@@ -101,8 +100,11 @@ class HybridSearcher:
                 if str(exc) not in _WARNED:
                     _WARNED.add(str(exc))
                     log.warning("learned ranker off: %s", exc)
-        #: The ranker's view of its candidates (names' tokens, servers), per index version.
-        self.seen = CandidateCache(store.tools)
+        #: The ranker's view of its candidates (names' tokens, servers), per index version:
+        #: the whole catalog's, loaded apart once the ranker first needs it.
+        self.seen = CandidateCache(
+            store.tools, catalog=NameTable(store.tools, lambda: store.state().version)
+        )
         # The lexical legs that run beside the caller's vector leg (see _lexical_beside).
         self._legs: ThreadPoolExecutor | None = ThreadPoolExecutor(
             max_workers=LEG_THREADS, thread_name_prefix="toolscout-leg"
@@ -120,7 +122,9 @@ class HybridSearcher:
         return load_ranker()
 
     def close(self) -> None:
-        """Stop the leg threads (searches after this run their legs one after the other)."""
+        """Stop the leg threads (later searches run their legs in turn) and the loads of the
+        candidates' names."""
+        self.seen.close()
         if self._legs is not None:
             self._legs.shutdown(wait=True)
             self._legs = None
@@ -132,11 +136,8 @@ class HybridSearcher:
         return [query]
 
     def embed_query(self, query: str) -> NDArray[np.float32]:
-        """One row per intent of the query (one row for a single-intent query).
-
-        The whole text of a multi-intent query adds nothing measurable once its parts are
-        embedded (docs/BENCHMARKS.md) and is the most expensive text to embed, so it is skipped.
-        """
+        """One row per intent of the query (the whole text of several adds nothing measurable
+        to the fusion and costs the most to embed: docs/BENCHMARKS.md)."""
         return self.embedder.embed_query(self.intents(query))
 
     def embed_request(self, query: str, whole: bool) -> QueryRows:
@@ -304,13 +305,11 @@ class HybridSearcher:
         self, mode: SearchMode, tokens: list[str], embed: bool
     ) -> ThreadPoolExecutor | None:
         """The pool that runs the lexical leg while the caller runs the vector leg, or None
-        (the legs then run one after the other). A hybrid search with words for the lexical
-        leg runs it beside the vector leg on stores whose reads gain from overlapping, and on
-        the others beside the query embedding (``embed``: the request has no vectors yet):
-        onnxruntime lets go of the interpreter while it embeds, where the legs' own reads
-        would only queue for one connection. The embedding stays on the caller: the longer
-        leg starts at once and goes on to the vector search without waiting for a pool
-        thread to wake (docs/benchmarks/scale.md)."""
+        (the legs then run in turn). A hybrid search with words runs it beside the vector leg
+        on stores whose reads gain from overlapping, on the others beside the query embedding
+        (``embed``: no vectors yet; onnxruntime lets go of the interpreter while it embeds).
+        The embedding stays on the caller: the longer leg never waits for a pool thread to
+        wake (docs/benchmarks/scale.md)."""
         pool = self._legs
         if mode is not SearchMode.HYBRID or not self.config.parallel_legs or not tokens:
             return None
@@ -367,24 +366,22 @@ class HybridSearcher:
         n = self.config.candidates
         tokens = query_tokens(text)
         state = self.store.state()
-        tools = state.tools
         lexical = self._lexical(tokens, n, n, None, state)
         rows = self.embed_request(text, True)
         runs = self.store.nearest_many(stacked(rows), limit=n, state=state)
         own = runs.pop() if rows[1] is not None else runs[0]
         vector = best_of_intents(runs, n)
-        fused = fuse_legs(self.config, SearchMode.HYBRID, tokens, lexical, vector, tools)
-        return Legs(lexical, vector, fused, len(runs), tools, own), tokens
+        fused = fuse_legs(self.config, SearchMode.HYBRID, tokens, lexical, vector, state.tools)
+        return Legs(lexical, vector, fused, len(runs), state.tools, own), tokens
 
     def candidate_features(
         self, legs: Legs, tokens: list[str], version: Hashable | None = None
     ) -> tuple[list[str], NDArray[np.float64]]:
         """The candidates the ranker re-scores (the first ``candidates`` fused hits) and their
         feature rows (search/rank.py), at the index's data ``version`` (None: read from the
-        store); the fit script reads the same rows."""
+        store; names and servers only: search/candidates.py); the fit script reads these."""
         ids = [h.id for h in legs.fused[: self.config.candidates]]
-        # Names and servers only, remembered per version: the trees cost less than a read.
-        return ids, candidate_rows(legs, ids, tokens, self.seen.get(ids, version))
+        return ids, candidate_rows(legs, ids, tokens, self.seen.get(ids, version, legs.tools))
 
     def _rerank(
         self, ranker: Ranker, legs: Legs, tokens: list[str], version: Hashable | None

@@ -57,6 +57,12 @@ class ToolReads(Protocol):
         candidates (unknown ids are left out)."""
         ...
 
+    def name_page(self, after: str, limit: int) -> list[tuple[str, str, str | None]]:
+        """``(id, name, server)`` of up to ``limit`` tools in the store's id order, ids past
+        ``after`` (``""``: from the first): the learned ranker's whole-catalog read of its
+        candidates' names (search/nametable.py), a page at a time."""
+        ...
+
     def schemas(self, ids: Sequence[str]) -> dict[str, JSON | None]:
         """Input schemas by tool id; a schema that cannot be decoded maps to None."""
         ...

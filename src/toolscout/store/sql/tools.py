@@ -1,5 +1,5 @@
 """Reads of tool rows shared by the SQL stores (``get``, ``get_many``, ``get_light``,
-``names``, ``schemas``, ``hashes``, ``list_tools``, ``counts_by``)."""
+``names``, ``name_page``, ``schemas``, ``hashes``, ``list_tools``, ``counts_by``)."""
 
 from __future__ import annotations
 
@@ -63,6 +63,15 @@ class ToolRows:
         """Names and servers by tool id. Raises: StoreError."""
         rows = self._by_ids("t.id, t.name, t.server", ids)
         return {str(r[0]): (str(r[1]), None if r[2] is None else str(r[2])) for r in rows}
+
+    def name_page(self, after: str, limit: int) -> list[tuple[str, str, str | None]]:
+        """``(id, name, server)`` of up to ``limit`` tools in id order, ids past ``after``
+        (``""``: from the first). Raises: StoreError."""
+        rows = self.db.query(
+            self.d.sql("SELECT id, name, server FROM tools WHERE id > ? ORDER BY id LIMIT ?"),
+            (after, limit),
+        )
+        return [(str(r[0]), str(r[1]), None if r[2] is None else str(r[2])) for r in rows]
 
     def schemas(self, ids: Sequence[str]) -> dict[str, JSON | None]:
         """Input schemas by tool id. Raises: StoreError."""
