@@ -65,8 +65,6 @@ from toolscout.eval.metrics import percentile
 from toolscout.models import SearchMode
 
 CACHE = str(Path.home() / ".cache" / "toolscout")
-# bench/search_stages.py imports these names (with CACHE, KEPT and build_index) from here.
-_postings, _queries = load_postings, request_pools
 
 
 def _timed(
@@ -180,7 +178,7 @@ def search_bench(
             db = str(Path(tmp) / "l.db")
             engine = Engine.open(
                 Settings(
-                    # the exact leg while writing; the posting index once loaded (_postings)
+                    # the exact leg while writing; the posting index once loaded (load_postings)
                     db=f"{db}?ann_min_tools={10**12}&lex_min_tools=0",
                     cache_dir=CACHE,
                     query_cache_size=0,

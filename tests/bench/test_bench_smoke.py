@@ -150,6 +150,8 @@ EXCLUDED = {
     "index they time); it runs here through them",
     "lexical_impacts.py": "a helper of lexical.py (its Qdrant sparse and impact legs); it runs "
     "here through it",
+    "search_variants.py": "a helper of search_stages.py (the query paths it times beside the "
+    "shipped one); it runs here through it",
 }
 # bench/fit/ is not run either: its scripts fit constants and weights into files the package
 # ships.
