@@ -228,7 +228,7 @@ def scale_bench(
 ) -> dict[str, Any]:
     """``keep``: the index ``bench/latency.py search --keep`` keeps (``KEEP/<size>``), reused
     when complete, else built there."""
-    from latency import KEPT, build_index
+    from latency_index import KEPT, build_index
 
     with contextlib.ExitStack() as stack:
         if keep is None:

@@ -117,8 +117,8 @@ def stages(measured: dict[str, float], process: float) -> dict[str, float]:
 def one_run(path: str, size: int) -> dict[str, object]:
     """Index ``size`` fresh tools in this process along ``path``; its figures."""
     import toolscout.embed.onnx as onnx
-    import toolscout.engine as engine_module
     import toolscout.indexing as indexing
+    import toolscout.indexruns as indexruns
 
     if path == "before":
         onnx.PARALLEL_MIN = sys.maxsize
@@ -126,7 +126,7 @@ def one_run(path: str, size: int) -> dict[str, object]:
         indexing.AHEAD = 0
         SkillService.classifying = classified_after_writes  # type: ignore[assignment]
     clock = StageClock()
-    clock.wrap(engine_module, "plan_index", "plan")
+    clock.wrap(indexruns, "plan_index", "plan")
     clock.wrap(SkillService, "after_index", "skills")
     clock.wrap(WrittenClassifier, "__call__", "skills")
     clock.wrap(indexing.IndexWriter, "_store", "write")

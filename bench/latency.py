@@ -37,7 +37,6 @@ index can be built on a busy machine and timed later on a quiet one.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import random
 import resource
@@ -46,100 +45,26 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from catalogs import build_catalog
-from shared_data import SHARED_BENCH
+from latency_index import (
+    KEPT,
+    LEGS,
+    LEXICALS,
+    build_index,
+    build_shard,
+    disk_mb,
+    load_postings,
+    request_pools,
+    terms_mb,
+    use_legs,
+    workdir,
+)
 from toolscout.config import Settings
-from toolscout.engine import Engine, prepare
+from toolscout.engine import Engine
 from toolscout.eval.metrics import percentile
-from toolscout.eval.run import load_queries
-from toolscout.ingest.entries import parse_entry
 from toolscout.models import SearchMode
-from toolscout.store.base import IndexEntry
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = SHARED_BENCH
 CACHE = str(Path.home() / ".cache" / "toolscout")
-
-
-#: Variants written per ``store.upsert`` (one transaction each).
-CHUNK = 5000
-
-
-def build_index(engine: Engine, size: int) -> None:
-    """Real tools through Engine.index; variants written with their base's perturbed vector.
-
-    The raw catalog is parsed a chunk at a time (1M parsed tools would hold several GB) and the
-    base tools' vectors are read once, then kept: a benchmark shortcut, as the vectors are."""
-    from toolscout.models import Loaded
-
-    raw = build_catalog(size)
-    real = [parse_entry(r, source="bench") for r in raw if "variant_of" not in r]
-    engine.index([Loaded(source="bench", tools=real)])
-    variants = [r for r in raw if "variant_of" in r]
-    del raw
-    bases = engine.store.vectors(sorted({str(r["variant_of"]) for r in variants}))
-    rng = np.random.default_rng(0)
-    for start in range(0, len(variants), CHUNK):
-        entries = []
-        for item in variants[start : start + CHUNK]:
-            base = str(item.pop("variant_of"))
-            tool = parse_entry(item, source="bench")
-            vec = bases[base] + rng.normal(0, 0.02, engine.embedder.dim)
-            vec = (vec / np.linalg.norm(vec)).astype(np.float32)
-            p = prepare(tool)
-            entries.append(IndexEntry(tool, p.fields, vec, p.text_hash))
-        engine.store.upsert(entries)
-        variants[start : start + CHUNK] = [{}] * len(entries)  # let the parsed chunk go
-
-
-def _queries() -> tuple[list[str], list[str]]:
-    short = [q.text for q in load_queries(ROOT / "tests/data/livemcp_paraphrase/queries.jsonl")]
-    long = [q.text[:1000] for q in load_queries(SHARED / "toolbench_stable/queries.jsonl")]
-    return short, long
-
-
-#: The vector legs compared: the exact mirror (the previous path) and the HNSW shard.
-LEGS = ("exact", "ann")
-#: The lexical legs compared: FTS5 (the previous path) and the in-memory posting index.
-LEXICALS = ("fts5", "postings")
-
-
-def _use(engine: Engine, leg: str, lexical: str = "fts5") -> None:
-    engine.store.ann.enabled = leg == "ann"  # type: ignore[attr-defined]
-    engine.store.lex.enabled = lexical == "postings"  # type: ignore[attr-defined]
-
-
-def _postings(engine: Engine) -> dict[str, object]:
-    """Load the posting index of the written catalog (what a serving process does first)."""
-    lex = engine.store.lex  # type: ignore[attr-defined]
-    weights = tuple(engine.searcher.config.field_weights)
-    t0 = time.perf_counter()
-    lex.current(weights)  # large: loaded on a thread of its own
-    lex.wait_loaded(None)
-    assert lex.current(weights) is not None, "the posting index was not loaded"
-    return {"load_s": round(time.perf_counter() - t0, 2), **lex.describe()}
-
-
-def _mb(path: Path) -> float:
-    """Space allocated on disk (the shard's preallocated files are sparse)."""
-    files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
-    files += [Path(str(path) + x) for x in ("-wal", "-shm") if Path(str(path) + x).is_file()]
-    return round(sum(p.stat().st_blocks * 512 for p in files) / 2**20, 1)
-
-
-def _shard(engine: Engine) -> dict[str, object]:
-    """Build the HNSW shard of the written catalog (a child process above 5,000 tools)."""
-    ann = engine.store.ann  # type: ignore[attr-defined]
-    ann.min_tools = 0
-    ann.reset()
-    t0 = time.perf_counter()
-    ann.current()
-    ann.wait_built(None)
-    assert ann.current() is not None, "the HNSW shard was not built"
-    return {"shard_build_s": round(time.perf_counter() - t0, 1), **ann.describe()}
 
 
 def _timed(
@@ -155,17 +80,17 @@ def _timed(
         vec = engine.embedder.embed_query([q])
         # Every other query in reverse: no pair always runs right after the same other one.
         for leg, lex in pairs if i % 2 == 0 else pairs[::-1]:
-            _use(engine, leg, lex)
+            use_legs(engine, leg, lex)
             t = time.perf_counter()
             engine.search(q, mode=SearchMode.HYBRID, limit=10)
             times[f"{leg}_{lex}_hybrid"].append((time.perf_counter() - t) * 1000)
         for leg in legs:
-            _use(engine, leg)
+            use_legs(engine, leg)
             t = time.perf_counter()
             engine.store.nearest_many(vec, limit=100)
             times[f"{leg}_vec"].append((time.perf_counter() - t) * 1000)
         for lex in lexicals:
-            _use(engine, legs[0], lex)
+            use_legs(engine, legs[0], lex)
             t = time.perf_counter()
             engine.search(q, mode=SearchMode.BM25, limit=10)
             times[f"bm25_{lex}"].append((time.perf_counter() - t) * 1000)
@@ -219,7 +144,7 @@ def rss_bench(db: str, leg: str, lexical: str, queries: list[str], timed: int = 
 def _alone(engine: Engine, n: int) -> dict[str, dict[str, float]]:
     """Hybrid p50 / p95 / p99 of a process that serves one pair of legs and nothing else: ``n``
     short requests and ``n // 2`` long ones, drawn as ``search`` draws them (after a warm-up)."""
-    short, long = _queries()
+    short, long = request_pools()
     rng = random.Random(0)
     out: dict[str, dict[str, float]] = {}
     for kind, pool, k in (("short", short, n), ("long", long, max(n // 2, 1))):
@@ -235,20 +160,6 @@ def _alone(engine: Engine, n: int) -> dict[str, dict[str, float]]:
     return out
 
 
-#: Written beside a kept index once its catalog is complete.
-KEPT = "built"
-
-
-def _workdir(keep: Path | None, size: int) -> contextlib.AbstractContextManager[str]:
-    """A temporary folder, or ``keep/<size>`` kept for the next run (its index reused when
-    complete: only the shard is reopened and the posting index loaded)."""
-    if keep is None:
-        return tempfile.TemporaryDirectory()
-    folder = keep / str(size)
-    folder.mkdir(parents=True, exist_ok=True)
-    return contextlib.nullcontext(str(folder))
-
-
 def search_bench(
     sizes: list[int],
     n: int,
@@ -259,15 +170,15 @@ def search_bench(
 ) -> dict[str, object]:
     """``build_only``: stop once each index is written, its shard built and its posting index
     loaded (sizes and build times; the timings of a later run on the kept index)."""
-    short, long = _queries()
+    short, long = request_pools()
     rng = random.Random(0)
     results: dict[str, object] = {}
     for size in sizes:
-        with _workdir(keep, size) as tmp:
+        with workdir(keep, size) as tmp:
             db = str(Path(tmp) / "l.db")
             engine = Engine.open(
                 Settings(
-                    # the exact leg while writing; the posting index once loaded (_postings)
+                    # the exact leg while writing; the posting index once loaded (load_postings)
                     db=f"{db}?ann_min_tools={10**12}&lex_min_tools=0",
                     cache_dir=CACHE,
                     query_cache_size=0,
@@ -281,13 +192,16 @@ def search_bench(
             built = time.perf_counter() - t0
             row: dict[str, object] = {"tools": engine.store.count(), "build_s": round(built, 1)}
             if "ann" in legs:
-                row["shard"] = _shard(engine)
+                row["shard"] = build_shard(engine)
             if "postings" in lexicals:
-                row["postings"] = _postings(engine)
-                row["terms_mb"] = _terms_mb(engine)
+                row["postings"] = load_postings(engine)
+                row["terms_mb"] = terms_mb(engine)
             if build_only:
                 engine.close()
-                row["disk_mb"] = {"sqlite": _mb(Path(db)), "shard": _mb(Path(db + ".vectors"))}
+                row["disk_mb"] = {
+                    "sqlite": disk_mb(Path(db)),
+                    "shard": disk_mb(Path(db + ".vectors")),
+                }
                 row["peak_rss_mb"] = round(
                     resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
                 )
@@ -299,11 +213,11 @@ def search_bench(
                 for q in qs[:5]:  # warm-up: mirror load, shard pages, caches
                     for leg in legs:
                         for lex in lexicals:
-                            _use(engine, leg, lex)
+                            use_legs(engine, leg, lex)
                             engine.search(q)
                 row[kind] = _timed(engine, qs, legs, lexicals)
             engine.close()
-            row["disk_mb"] = {"sqlite": _mb(Path(db)), "shard": _mb(Path(db + ".vectors"))}
+            row["disk_mb"] = {"sqlite": disk_mb(Path(db)), "shard": disk_mb(Path(db + ".vectors"))}
             warm = [rng.choice(short) for _ in range(20)]
             row["serving"] = {
                 f"{leg}_{lex}": _serving(db, leg, lex, warm, n) for leg in legs for lex in lexicals
@@ -313,19 +227,11 @@ def search_bench(
     return results
 
 
-def _terms_mb(engine: Engine) -> float:
-    """The ``tools_terms`` rows the posting index loads from (payload bytes)."""
-    found = engine.store.database.query(  # type: ignore[attr-defined]
-        "SELECT sum(length(terms) + length(tf) + 16) FROM tools_terms", []
-    )
-    return round(int(found[0][0] or 0) / 2**20, 1)
-
-
 def crossover_bench(sizes: list[int], n: int) -> None:
     """Each leg alone, previous vs new, per catalog size: the vector leg exact vs HNSW shard
     (where the shard starts to pay: ``ann_min_tools``) and the lexical leg FTS5 vs the posting
     index at the hybrid's depth, short and long requests (``lex_min_tools``)."""
-    short, long = _queries()
+    short, long = request_pools()
     rng = random.Random(0)
     for size in sizes:
         with tempfile.TemporaryDirectory() as tmp:
@@ -338,17 +244,17 @@ def crossover_bench(sizes: list[int], n: int) -> None:
                 )
             )
             build_index(engine, size)
-            _shard(engine)
-            loaded = _postings(engine)
+            build_shard(engine)
+            loaded = load_postings(engine)
             vecs = [engine.embedder.embed_query([rng.choice(short)]) for _ in range(n)]
             times: dict[str, list[float]] = {leg: [] for leg in LEGS}
             for vec in vecs[:5]:
                 for leg in LEGS:
-                    _use(engine, leg)
+                    use_legs(engine, leg)
                     engine.store.nearest_many(vec, limit=100)
             for vec in vecs:
                 for leg in LEGS:
-                    _use(engine, leg)
+                    use_legs(engine, leg)
                     t = time.perf_counter()
                     engine.store.nearest_many(vec, limit=100)
                     times[leg].append((time.perf_counter() - t) * 1000)
@@ -380,7 +286,7 @@ def _lexical_times(engine: Engine, queries: list[str]) -> dict[str, float]:
     times: dict[str, list[float]] = {lex: [] for lex in LEXICALS}
     for i, toks in enumerate(tokens):
         for lex in LEXICALS:
-            _use(engine, "exact", lex)
+            use_legs(engine, "exact", lex)
             t = time.perf_counter()
             engine.store.lexical(
                 toks, limit=config.lexical_candidates, weights=config.field_weights

@@ -1,5 +1,6 @@
 """The lexical leg at scale: the SQLite store's FTS5 beside tantivy, bm25s and Qdrant Edge sparse
-vectors, on the same analysed field texts (how each treats the fields: bench/lexical_legs.py).
+vectors, on the same analysed field texts (how each treats the fields: bench/lexical_legs.py,
+bench/lexical_impacts.py).
 
     python bench/lexical.py scale --sizes 10000 100000 [1000000] [--queries 200] [--limit 50]
     python bench/lexical.py quality [--sets NAME ...] [--max-queries 400]
@@ -40,7 +41,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from catalogs import build_catalog
-from lexical_legs import Doc, FTS5Leg, Leg, make_legs
+from lexical_impacts import ImpactLeg, QdrantSparseLeg
+from lexical_legs import BM25sLeg, Doc, FTS5Leg, Leg, PostingsLeg, TantivyLeg
 from natural import ROOT, SHARED, Dataset, datasets, load_requests
 from toolscout.config import Settings
 from toolscout.engine import Engine
@@ -57,6 +59,16 @@ from toolscout.store.base import IndexEntry
 
 LEGS = ("fts5", "tantivy", "bm25s", "qdrant", "qdrant_exact", "impact", "postings")
 CONGRUENCE_DEPTH = 100
+
+
+def make_legs(names: Sequence[str]) -> list[Leg]:
+    """Fresh legs by name (``fts5``, ``tantivy``, ``bm25s``, ``qdrant``, ``qdrant_exact``,
+    ``impact``, ``postings``)."""
+    kinds: dict[str, type[Any]] = {
+        "fts5": FTS5Leg, "tantivy": TantivyLeg, "bm25s": BM25sLeg, "qdrant": QdrantSparseLeg,
+        "impact": ImpactLeg, "postings": PostingsLeg,
+    }  # fmt: skip
+    return [QdrantSparseLeg(exact_idf=True) if n == "qdrant_exact" else kinds[n]() for n in names]
 
 
 def _mean(values: Sequence[float | None]) -> float | None:

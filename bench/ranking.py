@@ -12,6 +12,8 @@ Systems, all on toolscout's active embedding model, one index per set:
   (bench/fit/ranker.py ``--extra``, bench/fit/peer_view.py), compared like ``learned``;
 * ``fixed_fusion`` — the same legs in the hand-set adaptive fusion's order, no learned ranker
   (``learned_vs`` / ``default_vs`` against it: the learned ranker against the hand fusion);
+* ``variant`` — with ``--variant KEY=VALUE ...``: the hand-set fusion with those
+  ``SearchConfig`` fields changed (``variant_vs``: it against every other system);
 * ``cosine`` — cosine over the peer text ``name + split name + server + category + description
   + parameter names and descriptions`` (bench/quality.py ``peer_text``), whole request;
 * ``bm25s`` — bm25s (English stopwords, Snowball stemmer) over the same text;
@@ -90,11 +92,14 @@ def systems(
     scores: dict[str, dict[str, list[float]]],
     ranker: Learned | None,
     candidate: Path | None = None,
+    variant: dict[str, Any] | None = None,
 ) -> dict[str, Ranker]:
     """Every system of the module docstring, keyed by name (``default`` first); ``scores``
     receives the default's and the learned ranker's hit scores per request text."""
     config = engine.searcher.config
     fixed = HybridSearcher(engine.store, engine.embedder, replace(config, learned_ranker=False))
+    changed = replace(config, learned_ranker=False, **(variant or {}))
+    varied = HybridSearcher(engine.store, engine.embedder, changed)
     learned = HybridSearcher(
         engine.store,
         engine.embedder,
@@ -133,6 +138,8 @@ def systems(
     }
     if ranker is None:
         del out["learned"]
+    if variant:
+        out["variant"] = lambda q: [r.id for r in varied.search(q, limit=10)]
     if candidate is not None:
         out["candidate"] = candidate_system(engine, tools, scores, candidate)
     return out
@@ -212,13 +219,16 @@ def run_set(
     ranker: Path | None = None,
     only: list[str] | None = None,
     candidate: Path | None = None,
+    variant: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     engine, tools = open_index(db_dir / f"{ds.name}.db", ds.tools, ds.name)
     scores: dict[str, dict[str, list[float]]] = {"default": {}, "learned": {}, "candidate": {}}
     wanted = not only or "learned" in only
-    ranked = systems(engine, tools, scores, load_ranker(ranker) if wanted else None, candidate)
+    learned = load_ranker(ranker) if wanted else None
+    ranked = systems(engine, tools, scores, learned, candidate, variant)
     if only:
-        ranked = {k: v for k, v in ranked.items() if k in ("default", "candidate") or k in only}
+        kept = ("default", "candidate", "variant")
+        ranked = {k: v for k, v in ranked.items() if k in kept or k in only}
     report: dict[str, Any] = {}
     for split in sorted({r.split for r in requests}):
         reqs = [r for r in requests if r.split == split]
@@ -234,6 +244,7 @@ def run_set(
             "default_vs": compare(rows, "default"),
             "learned_vs": compare(rows, "learned") if "learned" in rows else {},
             "candidate_vs": compare(rows, "candidate") if "candidate" in rows else {},
+            "variant_vs": compare(rows, "variant") if "variant" in rows else {},
             "calibration": {
                 name: calibration(reqs, runs[name], scores[name])
                 for name in ("default", "learned", "candidate")
@@ -368,6 +379,17 @@ def rescore_ms(folder: Path | None, runs: int = 200) -> dict[str, float]:
     return out
 
 
+def config_value(item: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` of a ``SearchConfig`` field, the value typed as the field's default is."""
+    key, _, text = item.partition("=")
+    default = getattr(SearchConfig(), key, None)
+    if default is None:
+        raise SystemExit(f"--variant {item}: SearchConfig has no field {key!r}")
+    if isinstance(default, bool):
+        return key, text.lower() in ("1", "true", "yes", "on")
+    return key, type(default)(text)
+
+
 def main() -> int:
     global WHOLE
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -390,8 +412,13 @@ def main() -> int:
         "--whole", choices=("embedded", "intents_mean"), default=WHOLE,
         help="the whole request's row of `learned` (a --ranker DIR fitted with the same --whole)",
     )  # fmt: skip
+    parser.add_argument(
+        "--variant", nargs="*", default=None, metavar="KEY=VALUE",
+        help="SearchConfig fields: adds `variant`, the hand-set fusion with them changed",
+    )  # fmt: skip
     args = parser.parse_args()
     WHOLE = args.whole
+    variant = dict(config_value(item) for item in args.variant or [])
     t0 = time.perf_counter()
     report: dict[str, Any] = {"sets": {}}
     for name in args.sets:
@@ -402,7 +429,7 @@ def main() -> int:
         reqs = [r for r in load_requests(ds, args.max_queries) if r.split in args.splits]
         if reqs:
             report["sets"][name] = run_set(
-                ds, reqs, args.db_dir, args.ranker, args.systems, args.candidate
+                ds, reqs, args.db_dir, args.ranker, args.systems, args.candidate, variant
             )
     report["rescore_100_ms"] = rescore_ms(args.ranker)
     report["seconds"] = round(time.perf_counter() - t0, 1)

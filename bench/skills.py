@@ -160,8 +160,8 @@ def _serve(engine: Engine, which: str) -> str:
 
 
 def _routing_cells(engine: Engine, pairs: list[tuple[str, tuple[str, ...]]]) -> str:
-    from fit.skill_scores import DEFAULTS, catalog_share, routed, strategies
-    from fit.skill_scores import routing as share
+    from fit.skill_routing import DEFAULTS, catalog_share, routed, strategies
+    from fit.skill_routing import routing as share
 
     fit = engine.search_service.hierarchical.stage1.fit
     rows = routed(engine, pairs)

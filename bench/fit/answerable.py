@@ -38,11 +38,8 @@ from numpy.typing import NDArray
 from natural import load_requests, open_index
 from toolscout.engine import Engine
 from toolscout.models import Scored
-from toolscout.search.calibration import (
-    RequestEvidence,
-    fit_logistic,
-    request_evidence,
-)
+from toolscout.search.calibration import fit_logistic
+from toolscout.search.evidence import RequestEvidence, request_evidence
 from toolscout.search.text import identifier_key, query_tokens
 
 #: Cosine between two tools' stored vectors at or above which one is a near-copy of the other.

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 from answerable import Evidences
 
-from toolscout.search.calibration import Calibration, ModeModel, RequestEvidence
+from toolscout.search.calibration import Calibration, ModeModel
+from toolscout.search.evidence import RequestEvidence
 
 MAX_FLAGGED = 0.05
 

@@ -251,7 +251,7 @@ def views_hit3(sources: Sequence[str], max_dev: int) -> dict[str, dict[str, floa
     text) and the peer-text vectors (the same two ways)."""
     from dataclasses import replace
 
-    from ranker import requests
+    from ranker_data import requests
 
     from natural import ROOT, datasets, open_index
 

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
-from ranker import embedder_requests
-from ranker import requests as training_requests
+from ranker_data import embedder_requests
+from ranker_data import requests as training_requests
 
 from natural import ROOT, Dataset, load_requests, open_index
 from ranking import all_sets

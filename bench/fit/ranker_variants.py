@@ -43,7 +43,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import ranker as fit_ranker
-from ranker import Searched
+import ranker_data
+from ranker_data import Searched
 
 from natural import ROOT, Request, load_requests, open_index
 from quality import peers
@@ -131,22 +132,22 @@ def training(compose: int, compose3: int) -> tuple[list[Searched], list[Searched
     """The cached legs of ranker.py's training and dev requests (ranker.py searches them)."""
     train: list[Searched] = []
     dev: list[Searched] = []
-    for s in fit_ranker.SOURCES:
+    for s in ranker_data.SOURCES:
         cap = 6000 if s == "metatool" else 0
-        train += fit_ranker.collect(s, "train", cap, DB, LEGS)
-        dev += fit_ranker.collect(s, "dev", 600, DB, LEGS)
+        train += ranker_data.collect(s, "train", cap, DB, LEGS)
+        dev += ranker_data.collect(s, "dev", 600, DB, LEGS)
         if compose:
-            train += fit_ranker.collect(s, "train", cap, DB, LEGS, compose)
+            train += ranker_data.collect(s, "train", cap, DB, LEGS, compose)
         if compose3:
-            train += fit_ranker.collect(s, "train", cap, DB, LEGS, compose3, 3)
+            train += ranker_data.collect(s, "train", cap, DB, LEGS, compose3, 3)
     return train, dev
 
 
 def rows(searched: list[Searched], extra: Extra | None) -> lgb.Dataset:
-    catalogs = {s: fit_ranker.catalog(s) for s in {r.source for r in searched}}
+    catalogs = {s: ranker_data.catalog(s) for s in {r.source for r in searched}}
     xs, ys, groups = [], [], []
     for r in searched:
-        ids = [h.id for h in r.legs.fused[: fit_ranker.CANDIDATES]]
+        ids = [h.id for h in r.legs.fused[: ranker_data.CANDIDATES]]
         y = np.array([float(i in r.gold) for i in ids])
         if not y.any():
             continue

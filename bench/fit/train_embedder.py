@@ -40,9 +40,7 @@ import random
 import shutil
 import sys
 import time
-from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -50,38 +48,13 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # shared_data.py, one folder up
-from shared_data import SHARED_BENCH
-from toolscout.ingest.jsonfile import CatalogFile
-from toolscout.models import Tool
+from embedder_data import DevSet, batches, dev_sets, mine_negatives, training_pairs
+from embedder_losses import SCALE, absolute_loss, copies_mask, midpoint, teacher_vectors
+
 from toolscout.search.document import embed_text
 
-ROOT = Path(__file__).resolve().parents[2]
-NATURAL = ROOT / "data" / "natural"
-SHARED = SHARED_BENCH
-TRAIN_SOURCES = ("metatool", "gorilla_apibench", "bfcl")
 QUERY_TOKENS = 64
 DOC_TOKENS = 256
-SCALE = 20.0
-
-
-@dataclass
-class Pair:
-    query: str
-    tool: str  # tool id
-    source: str
-    negative: str | None = None
-
-
-def load_source(name: str) -> tuple[dict[str, Tool], dict[str, str], list[dict[str, Any]]]:
-    """(tools by id, split by tool id, query rows) of one data/natural source."""
-    path = NATURAL / name / "tools.jsonl"
-    loaded = CatalogFile(path, source=name).read()
-    splits = {}
-    for line in path.read_text().splitlines():
-        row = json.loads(line)
-        splits[row["id"]] = row["split"]
-    queries = [json.loads(x) for x in (NATURAL / name / "queries.jsonl").read_text().splitlines()]
-    return {t.id: t for t in loaded.tools}, splits, queries
 
 
 def base_paths() -> tuple[Path, Path]:
@@ -140,7 +113,6 @@ def hit_at(ranked: np.ndarray, gold: set[int], k: int) -> float:
 
 
 Encode = Callable[[list[str]], np.ndarray]
-DevSet = tuple[str, list[Tool], list[tuple[str, list[str]]]]
 
 
 def evaluate(docs_of: Encode, queries_of: Encode, sets: list[DevSet]) -> dict[str, float]:
@@ -179,103 +151,6 @@ def score_graphs(specs: list[str], seed: int, per_set: int, threads: int) -> int
         )
         print(spec, {k: round(v, 1) for k, v in scores.items()}, flush=True)
     return 0
-
-
-def dev_sets(rng: random.Random, per_set: int) -> list[DevSet]:
-    sets = []
-    for name in TRAIN_SOURCES:
-        tools, _, queries = load_source(name)
-        dev = [(q["query"], q["gold"]) for q in queries if q["split"] == "dev"]
-        rng.shuffle(dev)
-        _, splits, _ = load_source(name)
-        catalog_tools = [t for t in tools.values() if name == "metatool" or splits[t.id] == "dev"]
-        sets.append((name, catalog_tools, dev[:per_set]))
-    split = json.loads((NATURAL / "livemcp_paraphrase_split.json").read_text())
-    catalog = SHARED / "livemcpbench" / "tools.jsonl"
-    if catalog.is_file():  # evaluation-only catalog: used here to pick a model on the dev half
-        tools = CatalogFile(catalog, source="livemcpbench").read().tools
-        dev_ids = set(split["dev"])
-        rows = [
-            json.loads(x)
-            for x in (ROOT / "tests/data/livemcp_paraphrase/queries.jsonl").read_text().splitlines()
-        ]
-        sets.append(
-            ("paraphrase_dev", tools, [(r["query"], r["gold"]) for r in rows if r["id"] in dev_ids])
-        )
-    return sets
-
-
-def training_pairs(
-    args: argparse.Namespace, rng: random.Random
-) -> tuple[list[Pair], dict[str, str]]:
-    """Request -> tool pairs from the training splits, and the text of every training tool."""
-    pairs: list[Pair] = []
-    texts: dict[str, str] = {}
-    for name in TRAIN_SOURCES:
-        tools, splits, queries = load_source(name)
-        train_tools = {tid for tid, s in splits.items() if s == "train" and tid in tools}
-        for tid in train_tools:
-            texts[tid] = embed_text(tools[tid])
-        by_tool: dict[str, list[str]] = defaultdict(list)
-        for q in queries:
-            if q["split"] != "train":
-                continue
-            assert all(g in train_tools for g in q["gold"]), q
-            by_tool[q["gold"][0]].append(q["query"])
-        for tid, qs in sorted(by_tool.items()):
-            rng.shuffle(qs)
-            cap = args.per_tool if name == "metatool" else len(qs)
-            pairs.extend(Pair(q, tid, name) for q in qs[:cap])
-        if args.self_pairs:
-            for tid in sorted(train_tools):
-                first = tools[tid].description.split(". ")[0].strip()
-                if len(first.split()) >= 4:
-                    pairs.append(Pair(first[:300], tid, name + ":self"))
-    return pairs, texts
-
-
-def mine_negatives(
-    enc: Any, pairs: list[Pair], texts: dict[str, str], depth: int, rng: random.Random
-) -> None:
-    """One hard negative per pair: a same-source training tool the model ranks high, not gold."""
-    by_source: dict[str, list[str]] = defaultdict(list)
-    for tid in texts:
-        by_source[tid.split("::")[0] if "::" in tid else tid].append(tid)
-    source_of = {p.tool: p.source.split(":")[0] for p in pairs}
-    pool: dict[str, list[str]] = defaultdict(list)
-    for tid, src in source_of.items():
-        pool[src].append(tid)
-    for src, tids in pool.items():
-        tids = sorted(set(tids))
-        docs = enc.embed([texts[t] for t in tids])
-        mine = [p for p in pairs if p.source.split(":")[0] == src]
-        qv = enc.embed([p.query for p in mine])
-        ranked = np.argsort(-(qv @ docs.T), axis=1)[:, : depth + 1]
-        for p, row in zip(mine, ranked, strict=True):
-            cands = [tids[i] for i in row if tids[i] != p.tool][:depth]
-            p.negative = rng.choice(cands) if cands else None
-
-
-def batches(pairs: list[Pair], size: int, rng: random.Random) -> list[list[Pair]]:
-    """Shuffled batches in which no tool appears twice (as positive or negative)."""
-    order = pairs[:]
-    rng.shuffle(order)
-    out: list[list[Pair]] = []
-    pending = order
-    while pending:
-        batch: list[Pair] = []
-        used: set[str] = set()
-        rest = []
-        for p in pending:
-            keys = {p.tool} | ({p.negative} if p.negative else set())
-            if len(batch) < size and not keys & used:
-                batch.append(p)
-                used |= keys
-            else:
-                rest.append(p)
-        out.append(batch)
-        pending = rest
-    return [b for b in out if len(b) > 1]
 
 
 def train(args: argparse.Namespace) -> None:
@@ -355,7 +230,7 @@ def train(args: argparse.Namespace) -> None:
                 same = copies_mask(batch, doc_ids)
                 if torch.isnan(cutoff):  # start between the first batch's positives and negatives
                     with torch.no_grad():
-                        cutoff.fill_(float(_midpoint(q @ d.T, same)))
+                        cutoff.fill_(float(midpoint(q @ d.T, same)))
                 loss = loss + args.absolute * absolute_loss(q @ d.T, same, cutoff)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(enc.model.parameters(), 1.0)
@@ -405,77 +280,6 @@ def train(args: argparse.Namespace) -> None:
     shutil.copy(tok_path, torch_dir / "tokenizer.json")
     (args.out / "train_log.json").write_text(json.dumps(log, indent=1, default=str))
     print(f"trained in {log['train_seconds']} s; best dev mean hit@3 {best:.1f}", flush=True)
-
-
-def copies_mask(batch: list[Pair], doc_ids: list[str]) -> Any:
-    """``[i, j]`` is true when document ``j`` is request ``i``'s gold tool or a numbered copy of
-    it (BFCL's ``Name#5`` rewordings of one function), which must not count as a wrong tool."""
-    import torch
-
-    def base(tool_id: str) -> str:
-        return tool_id.split("#")[0]
-
-    return torch.tensor([[base(t) == base(p.tool) for t in doc_ids] for p in batch])
-
-
-def gold_and_closest_wrong(cos: Any, same: Any) -> tuple[Any, Any]:
-    """Each request's cosine to its gold tool, and to the batch's closest wrong tool."""
-    return cos.diagonal(), cos.masked_fill(same, -1.0).max(dim=1).values
-
-
-def _midpoint(cos: Any, same: Any) -> float:
-    pos, neg = gold_and_closest_wrong(cos, same)
-    return float(((pos + neg) / 2).mean())
-
-
-def absolute_loss(cos: Any, same: Any, cutoff: Any) -> Any:
-    """Make the raw cosine answer "does any tool fit?" on its own, across requests.
-
-    The ranking loss only orders a request's candidates; abstention compares the closest
-    tool's cosine with one cut-off for every request. So, for each request, its gold tool should
-    lie above a shared cut-off and the closest *wrong* tool of the batch (what the request would
-    find if its tool were not indexed) below it: a logistic loss on ``SCALE * (cos - cutoff)``,
-    the cut-off learnt with the weights.
-    """
-    import torch
-
-    softplus = torch.nn.functional.softplus
-    pos, neg = gold_and_closest_wrong(cos, same)
-    return (softplus(SCALE * (cutoff - pos)) + softplus(SCALE * (neg - cutoff))).mean() / 2
-
-
-def teacher_vectors(
-    args: argparse.Namespace, pairs: list[Pair], texts: dict[str, str]
-) -> dict[str, np.ndarray]:
-    """The teacher's vectors of every training request (keyed by text) and every training tool
-    (keyed by ``"\\0" + tool id``), computed once before training."""
-    from toolscout.embed.base import open_embedder
-
-    queries = sorted({p.query for p in pairs})
-    tools = sorted(texts)
-    cache = args.teacher_cache
-    if cache is not None and cache.exists():
-        saved = np.load(cache)
-        keys = [str(k) for k in saved["keys"]]
-        same_teacher = "teacher" in saved.files and str(saved["teacher"]) == args.teacher
-        if same_teacher and keys == queries + ["\0" + t for t in tools]:
-            print(f"teacher vectors from {cache}", flush=True)
-            return dict(zip(keys, saved["vectors"], strict=True))
-    teacher = open_embedder(args.teacher, threads=args.threads)
-    out = dict(
-        zip(queries, np.asarray(teacher.embed_query(queries), dtype=np.float32), strict=True)
-    )
-    docs = np.asarray(teacher.embed([texts[t] for t in tools]), dtype=np.float32)
-    out.update({"\0" + t: v for t, v in zip(tools, docs, strict=True)})
-    if cache is not None:
-        keys = queries + ["\0" + t for t in tools]
-        np.savez(
-            cache,
-            teacher=np.array(args.teacher),
-            keys=np.array(keys),
-            vectors=np.stack([out[k] for k in keys]),
-        )
-    return out
 
 
 def export(out: Path, threads: int) -> None:

@@ -1,6 +1,8 @@
 """Engine: builds and holds the services below; every adapter (CLI, HTTP, MCP) calls it.
 
 * :class:`~toolscout.indexing.IndexWriter` - prepare, hash, embed in batches, upsert;
+* :class:`~toolscout.indexruns.IndexRuns` - index and delete runs: the writer lock, the writes,
+  the skills they touch;
 * :class:`~toolscout.search.service.SearchService` - every search, behind the result cache;
 * :class:`~toolscout.skills.service.SkillService` - catalog, classifiers, suggestions;
 * :class:`~toolscout.enrich.service.EnrichmentService` - enrichment and re-indexing;
@@ -29,7 +31,8 @@ from toolscout.enrich.pipeline import EnrichmentPipeline
 from toolscout.enrich.service import EnrichmentService
 from toolscout.errors import EmptyIndex
 from toolscout.feedback.service import FeedbackConfig, FeedbackService
-from toolscout.indexing import IndexWriter, Prepared, input_hash, plan_index, prepare
+from toolscout.indexing import IndexWriter, Prepared, input_hash, prepare
+from toolscout.indexruns import IndexRuns
 from toolscout.models import (
     ClassifyProgress,
     ClassifyReport,
@@ -116,6 +119,8 @@ class Engine:
         # The one explicit point where opening an index may write: a new index gets the
         # starter skill catalog (once; see SkillService.seed).
         self.skill_service.seed()
+        #: Index and delete runs (the writer lock, the writes, the skills they touch).
+        self.runs = IndexRuns(store, self.writer, self.skill_service, self.enrichment_service)
         #: The skill constants served (status/refit/use), refit on the catalog for a model the
         #: packaged ones were not fitted for.
         self.skill_fits = SkillFits(
@@ -152,45 +157,18 @@ class Engine:
         prune: bool = False,
         progress: Progress | None = None,
     ) -> IndexReport:
-        """Add new tools, update changed ones, skip unchanged ones (no embedding for those).
-
-        With ``prune``, tools of each loaded source that the source no longer lists are deleted,
-        except those an entry that could not be read may stand for (:func:`keep_unreadable`).
-        Concurrent runs on one index take turns (``Store.writer_lock``), so each reports only
-        what it changed.
+        """Add new tools, update changed ones, skip unchanged ones (no embedding for those);
+        with ``prune``, delete what a loaded source no longer lists (:meth:`IndexRuns.index`).
 
         Raises:
             StoreError, EmbedError. Nothing already indexed is lost on error: each chunk of
             writes is one transaction, and the next run finishes what a killed one started.
         """
-        loads = list(loads)
-        with self.store.writer_lock():
-            return self._index(loads, prune, progress)
-
-    def _index(
-        self, loads: Sequence[Loaded], prune: bool, progress: Progress | None
-    ) -> IndexReport:
-        plan = plan_index(
-            self.store, loads, prune=prune, enrichment=self.enrichment_service.enrichment_fields
-        )
-        # Each chunk is classified as soon as it is written, beside the next chunk's embedding.
-        with self.skill_service.classifying() as classified:
-            self.writer.write(plan.todo, plan.report, progress, classified)
-        lost: set[str] = set()  # skills whose tools were deleted: their centroids change
-        if plan.dropped:
-            gone = sorted(plan.dropped)  # read before the writes; the writes only touch ``tools``
-            lost = self.skill_service.skills_of(gone)
-            plan.report.deleted = self.store.delete(gone)
-        self.skill_service.after_index(lost | classified.changed)
-        return plan.report
+        return self.runs.index(loads, prune=prune, progress=progress)
 
     def delete(self, ids: Sequence[str]) -> int:
         """Raises: StoreError."""
-        with self.store.writer_lock():
-            lost = self.skill_service.skills_of(ids)
-            removed = self.store.delete(ids)
-            self.skill_service.after_index(lost)
-        return removed
+        return self.runs.delete(ids)
 
     # -- search -----------------------------------------------------------------------------
     def find(self, request: SearchRequest) -> SearchResult:

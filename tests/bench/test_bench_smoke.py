@@ -121,6 +121,13 @@ CASES: dict[str, tuple[list[str], str]] = {
     "ranking": (["ranking.py", "--sets", "single_intent", "--splits", "dev", "--max-queries", "5",
                  "--db-dir", "{out}/db", "--out", "{out}"],
                 r"\| set \(requests\) \| default \| learned \|"),
+    "ranking_variant": (["ranking.py", "--sets", "single_intent", "--splits", "dev",
+                         "--max-queries", "5", "--systems", "fixed_fusion", "--variant",
+                         "whole_row=true", "--db-dir", "{out}/db", "--out", "{out}"],
+                        r"\| set \(requests\) \| default \| fixed_fusion \| variant \|"),
+    "fusion_diagnosis": (["fusion_diagnosis.py", "--sets", "single_intent", "--max-queries", "5",
+                          "--db-dir", "{out}/db", "--out", "{out}"],
+                         r"\| one_row \| [\d.]+ \(\+\d+/-\d+, [\d.e-]+\) \|"),
     "openapi_quality": (["openapi_quality.py", "--data", str(OPENAPI_DATA),
                          "--out", "{out}/openapi.json"],
                         r"\| test \(3 / 3\) \| plain_cosine \| [01]\.\d{3} \|"),
@@ -139,6 +146,12 @@ EXCLUDED = {
     "catalogs.py": "a helper of the others; it runs here through the tiny_catalog fixture",
     "shared_data.py": "a helper of the others: where the shared data is",
     "lexical_legs.py": "a helper of lexical.py (the legs it compares); it runs here through it",
+    "latency_index.py": "a helper of latency.py, search_stages.py and ann_recall.py (the scale "
+    "index they time); it runs here through them",
+    "lexical_impacts.py": "a helper of lexical.py (its Qdrant sparse and impact legs); it runs "
+    "here through it",
+    "search_variants.py": "a helper of search_stages.py (the query paths it times beside the "
+    "shipped one); it runs here through it",
 }
 # bench/fit/ is not run either: its scripts fit constants and weights into files the package
 # ships.

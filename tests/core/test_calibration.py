@@ -11,15 +11,8 @@ import pytest
 from toolscout.embed.base import Vectors
 from toolscout.errors import ConfigError
 from toolscout.models import Scored, SearchMode
-from toolscout.search.calibration import (
-    MODE_FEATURES,
-    Evidence,
-    RequestEvidence,
-    fit_logistic,
-    load_calibration,
-    request_evidence,
-    scored_hits,
-)
+from toolscout.search.calibration import fit_logistic, load_calibration, scored_hits
+from toolscout.search.evidence import MODE_FEATURES, Evidence, RequestEvidence, request_evidence
 
 
 def _request(cosine: float, gap: float, lexical: float, tools: int = 100) -> RequestEvidence:

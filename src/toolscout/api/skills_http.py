@@ -15,13 +15,12 @@ from fastapi import Depends, FastAPI, Path, Request
 
 from toolscout.api.deps import API, GUARDED, LOOKUP_ERRORS, EngineDep, Read, Write, errors, job_out
 from toolscout.api.jobs import JobRunner
-from toolscout.api.schemas import (
+from toolscout.api.schemas import JobOut, SkillOut
+from toolscout.api.skill_schemas import (
     ClassifyRequest,
-    JobOut,
     RejectRequest,
     SkillCreate,
     SkillList,
-    SkillOut,
     SkillUpdate,
     SuggestionList,
     SuggestionOut,

@@ -7,13 +7,8 @@ this hit is the one, from the hit's own evidence. ``P(answerable)`` reads the le
 came back, before any fusion or re-ordering (:class:`RequestEvidence`: the vector leg's closest
 cosine and how far it stands above the next ones, the best BM25 hit, the catalog's size); each
 mode's model names the ones it reads in ``calibration.json``, chosen on dev requests. So a
-search judges a request alike with and without the learned ranker. The hit features:
-
-* ``cosine``: the hit's cosine similarity to the request (best over its intents);
-* ``standout``: that cosine minus the median cosine of the vector leg's candidates, i.e. how far
-  the tool stands out from the crowd for this request;
-* ``lexical``: the hit's BM25 score in units of the largest IDF, ``ln(N + 1)``;
-* ``relative``: the fused score relative to the request's best (the ranking's own view).
+search judges a request alike with and without the learned ranker. The hit features and the
+request's are described in :mod:`toolscout.search.evidence`.
 
 The models are fitted on the *training* requests of ``data/natural`` (their tools and catalogs
 are disjoint from every reported test set), the request model also on labelled no-match rows (a
@@ -54,77 +49,16 @@ from numpy.typing import NDArray
 from toolscout.embed.base import Embedder
 from toolscout.errors import ConfigError
 from toolscout.models import Ranked, Scored, SearchMode
+from toolscout.search.evidence import (
+    MODE_FEATURES,
+    REQUEST_FIELDS,
+    RequestEvidence,
+    request_evidence,
+)
+from toolscout.search.evidence import Evidence as Evidence  # the searcher reads it from here
 from toolscout.search.scoremap import Hit, ScoreMap
 
-#: The features each search mode has (a ``bm25`` search embeds nothing, a ``vector`` search runs
-#: no lexical leg), in the order of a model's coefficients.
-MODE_FEATURES: dict[str, tuple[str, ...]] = {
-    "hybrid": ("cosine", "standout", "lexical", "relative"),
-    "vector": ("cosine", "standout", "relative"),
-    "bm25": ("lexical", "relative"),
-}
-#: What a request model may read (:class:`RequestEvidence`); each mode's model names its own
-#: features in ``calibration.json``, chosen on dev requests by bench/fit/calibrate.py.
-REQUEST_FIELDS = ("cosine", "gap", "lead", "lexical", "lexical_gap", "size", "cosine_size")
 CALIBRATION_FILE = "calibration.json"
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """What the legs said about one hit (see the module docstring); None: leg not run."""
-
-    cosine: float | None
-    standout: float | None
-    lexical: float | None
-    relative: float
-
-    def values(self, names: Sequence[str]) -> list[float]:
-        return [float(getattr(self, n) or 0.0) for n in names]
-
-
-@dataclass(frozen=True)
-class RequestEvidence:
-    """What the legs said about a request as a whole (see :func:`request_evidence`)."""
-
-    #: The vector leg's closest tool's cosine (0: the leg did not run or found nothing).
-    cosine: float
-    #: That cosine minus the next closest tool's.
-    gap: float
-    #: That cosine minus the mean of the next nine closest tools' (how far it stands out).
-    lead: float
-    #: The best BM25 score in units of the largest IDF, ``ln(N + 1)`` (0: no lexical hit).
-    lexical: float
-    #: That score minus the next best one's, in the same units.
-    lexical_gap: float
-    #: log10 of the number of tools searched.
-    size: float
-
-    @property
-    def cosine_size(self) -> float:
-        return self.cosine * self.size
-
-    def values(self, names: Sequence[str]) -> list[float]:
-        return [float(getattr(self, n)) for n in names]
-
-
-def request_evidence(
-    lexical: Sequence[Scored], vector: Sequence[Scored], tools: int
-) -> RequestEvidence | None:
-    """The request model's input from the legs' runs (best first, before fusion), over an
-    index of ``tools`` tools. None: neither leg found anything."""
-    if not lexical and not vector:
-        return None
-    idf = math.log(max(tools, 1) + 1.0)
-    cosine = vector[0].score if vector else 0.0
-    lex = lexical[0].score / idf if lexical else 0.0
-    return RequestEvidence(
-        cosine=cosine,
-        gap=cosine - vector[1].score if len(vector) > 1 else 0.0,
-        lead=cosine - float(np.mean([h.score for h in vector[1:10]])) if len(vector) > 1 else 0.0,
-        lexical=lex,
-        lexical_gap=lex - lexical[1].score / idf if len(lexical) > 1 else lex,
-        size=math.log10(max(tools, 1)),
-    )
 
 
 @dataclass(frozen=True)

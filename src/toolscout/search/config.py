@@ -39,6 +39,11 @@ class SearchConfig:
     clause_split: bool = True
     #: Give every intent of a multi-intent request its share of the first places.
     intent_fusion: bool = True
+    #: With the hand-set fusion, the vector leg of a request of several intents also reads
+    #: the whole request's row (``whole_request``'s), and a tool keeps its best cosine over
+    #: that row and the intents' rows: a false split then costs little (search/intents.py).
+    #: The intents alone still own the tools their quotas count.
+    whole_row: bool = False
     exact_name_boost: bool = True
     #: Re-score the first ``candidates`` fused hits of a hybrid search with the learned ranker
     #: (search/rank.py); off: the hand-set fusion's order stands. On by default: measured with

@@ -259,7 +259,8 @@ class HybridSearcher:
         embedded: list[NDArray[np.float32]] = []
         # The learned ranker reads the whole request's run of nearest tools too.
         ranker = self._ranker_for(mode)
-        whole = ranker is not None
+        # The whole request's row: the ranker reads its run; without it, the vector leg may.
+        whole = ranker is not None or (cfg.whole_row and mode is not SearchMode.BM25)
         whole_run: list[list[Scored]] = []
 
         brought: QueryRows | None = None if query_vectors is None else (query_vectors, None)
@@ -284,7 +285,7 @@ class HybridSearcher:
             lexical = pending.result()
         elif mode in (SearchMode.BM25, SearchMode.HYBRID):
             lexical = self._lexical_timed(tokens, n, limit, filters, state, timings)
-        vector = best_of_intents(runs, n)
+        vector = best_of_intents(runs if ranker is not None else runs + whole_run, n)
         fused = fuse_legs(cfg, mode, tokens, lexical, vector, state.tools)
         chances: dict[str, float] | None = None
         if ranker is not None and fused:

@@ -4,8 +4,11 @@ two tools, and each part should find its own.
 Sentences are split first (:func:`~toolscout.search.text.split_sentences`); inside a sentence a
 conjunction or comma starts a new intent only when the words after it open a new request: an
 imperative verb ("and *email* her the agenda", ", *fix* the port") or a question ("and *how* do
-I get there"). So "cats and dogs" or "find stations and places to park" stay whole, and a
-false split costs little: the whole request is still searched as one text beside its parts.
+I get there"). So "cats and dogs" or "find stations and places to park" stay whole. Sentences
+are always apart, so a request that states one need over several sentences is searched as its
+parts: the learned ranker also reads the whole request's row, the hand-set fusion only with
+``SearchConfig.whole_row`` (docs/benchmarks/ranking.md, "Why the hand-set fusion loses first
+places").
 """
 
 from __future__ import annotations
