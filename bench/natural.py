@@ -7,7 +7,8 @@ Per set and split (``dev``: what ranking and calibration choices were made on; `
 out), nDCG@10 and hit@3 of
 
 * ``vector`` / ``bm25`` — toolscout's own legs (``--mode vector|bm25``);
-* ``hybrid`` — the default search; ``hybrid_3.0_0.5`` — the same with the lexical weight's
+* ``hybrid`` — the default search (the learned ranker); ``fusion`` — the hand-set fusion alone
+  (``learned_ranker = false``); ``hybrid_3.0_0.5`` — that fusion with the lexical weight's
   logistic at midpoint 3.0 / slope 0.5 instead of the default 3.5 / 0.25;
 * ``plain_cosine`` — cosine with the same model over ``name + split name + description +
   parameter names`` (whole query), the baseline a newcomer would write first;
@@ -211,11 +212,12 @@ def run_set(
         )
         for mode in ("vector", "bm25", "hybrid")
     }
+    hand = replace(engine.searcher.config, learned_ranker=False)
+    fusion = HybridSearcher(engine.store, engine.embedder, hand)
     previous = HybridSearcher(
-        engine.store,
-        engine.embedder,
-        replace(engine.searcher.config, evidence_midpoint=3.0, evidence_slope=0.5),
+        engine.store, engine.embedder, replace(hand, evidence_midpoint=3.0, evidence_slope=0.5)
     )
+    systems["fusion"] = lambda q: [r.id for r in fusion.search(q, limit=10)]
     systems["hybrid_3.0_0.5"] = lambda q: [r.id for r in previous.search(q, limit=10)]
     systems.update(baselines(engine, tools))
     report: dict[str, Any] = {}
@@ -230,6 +232,7 @@ def run_set(
         report[split] = row
         print(_line(ds.name, split, row), flush=True)
     previous.close()
+    fusion.close()
     engine.close()
     return report
 

@@ -65,6 +65,9 @@ def training_rows(engine: Engine, requests: list[tuple[str, tuple[str, ...]]]) -
     10 once the gold tools are taken out (all negative; each hit's relative score is re-based
     on the best remaining hit, as if the gold tools were not indexed)."""
     rows: dict[str, list[tuple[list[float], float]]] = {m: [] for m in MODES}
+    # The hand-set fusion's own hits: these rows fit its scores (the learned ranker, on by
+    # default, orders and scores hits through its own map, search/rankcal.py).
+    engine.searcher.config = replace(engine.searcher.config, learned_ranker=False)
     for text, gold in requests:
         gold_set = set(gold)
         searched: Found = {
