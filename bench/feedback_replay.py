@@ -30,6 +30,7 @@ import random
 import shutil
 import sys
 import time
+from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -110,7 +111,9 @@ class Capture:
     def __init__(self) -> None:
         self.seen: list[tuple[NDArray[np.float32], list[Scored]]] = []
 
-    def apply(self, query_vectors: NDArray[np.float32], fused: list[Scored]) -> list[Scored]:
+    def apply(
+        self, query_vectors: NDArray[np.float32], fused: list[Scored], version: Hashable | None
+    ) -> list[Scored]:
         self.seen.append((query_vectors, fused))
         return fused
 
