@@ -2,7 +2,7 @@
 observed calls, only where it should?
 
     python bench/feedback_replay.py [--sets metatool gorilla_apibench bfcl] [--future 30]
-        [--sweep] [--out bench/out/feedback_replay]
+        [--sweep] [--boost B] [--threshold T] [--out bench/out/feedback_replay]
 
 Per set (data/natural, ``dev`` requests with one gold tool), its whole catalog is indexed and
 its dev tools with at least four requests are split in two by id (every other one):
@@ -42,7 +42,7 @@ from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.feedback.memory import MemoryParams, RequestMemory
 from toolscout.ingest.jsonfile import CatalogFile
-from toolscout.models import Scored
+from toolscout.models import Scored, SearchMode
 
 ROOT = Path(__file__).resolve().parents[1]
 NATURAL = ROOT / "data" / "natural"
@@ -112,7 +112,12 @@ class Capture:
         self.seen: list[tuple[NDArray[np.float32], list[Scored]]] = []
 
     def apply(
-        self, query_vectors: NDArray[np.float32], fused: list[Scored], version: Hashable | None
+        self,
+        query_vectors: NDArray[np.float32],
+        fused: list[Scored],
+        version: Hashable | None,
+        *,
+        ranked: bool = False,
     ) -> list[Scored]:
         self.seen.append((query_vectors, fused))
         return fused
@@ -194,7 +199,9 @@ def flood(
     after = ranks(engine, reqs)
     snap = memory.snapshot()
     rows = engine.embedder.embed_query([r.text for r in reqs])
-    close = (np.asarray(rows) @ snap.vectors.T).max(axis=1) >= memory.params.threshold
+    ranked = engine.searcher.ranking(SearchMode.HYBRID)[0] == "learned"
+    threshold = (memory.params.for_ranked() if ranked else memory.params).threshold
+    close = (np.asarray(rows) @ snap.vectors.T).max(axis=1) >= threshold
     apart = [i for i in range(len(reqs)) if not close[i]]
     engine.feedback.clear()
     return {
@@ -208,12 +215,16 @@ def flood(
     }
 
 
-def run_set(source: str, db_dir: Path, future_per_tool: int, do_sweep: bool) -> dict[str, Any]:
+def run_set(
+    source: str, db_dir: Path, future_per_tool: int, do_sweep: bool, params: MemoryParams
+) -> dict[str, Any]:
     p = plan(source, future_per_tool)
     db = db_dir / f"{source}.db"
     db.parent.mkdir(parents=True, exist_ok=True)
     engine = Engine.open(Settings(db=str(db), result_cache_size=0))
     try:
+        assert engine.feedback.memory is not None
+        engine.feedback.memory.params = params
         loaded = CatalogFile(NATURAL / source / "tools.jsonl", source=source).read()
         engine.index([loaded])
         catalog = [t.id for t in loaded.tools]
@@ -273,13 +284,25 @@ def main() -> int:
     parser.add_argument("--sets", nargs="+", default=["metatool", "gorilla_apibench", "bfcl"])
     parser.add_argument("--future", type=int, default=30, help="future requests per tool")
     parser.add_argument("--sweep", action="store_true", help="also try other memory parameters")
+    parser.add_argument(
+        "--boost", type=float, help="the memory's boost for this run (default: the packaged one)"
+    )
+    parser.add_argument(
+        "--threshold", type=float, help="the memory's threshold (default: the packaged one)"
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "feedback_replay")
     args = parser.parse_args()
     db_dir = args.out / "db"
     shutil.rmtree(db_dir, ignore_errors=True)  # feedback rows of an earlier run must not count
-    report: dict[str, Any] = {"params": MemoryParams().__dict__, "sets": {}}
+    params = MemoryParams()
+    # One run measures one ranking: an override holds for the fusion's scores and the ranker's.
+    if args.boost is not None:
+        params = replace(params, boost=args.boost, ranked_boost=args.boost)
+    if args.threshold is not None:
+        params = replace(params, threshold=args.threshold, ranked_threshold=args.threshold)
+    report: dict[str, Any] = {"params": params.__dict__, "sets": {}}
     for source in args.sets:
-        report["sets"][source] = row = run_set(source, db_dir, args.future, args.sweep)
+        report["sets"][source] = row = run_set(source, db_dir, args.future, args.sweep, params)
         line = {k: v for k, v in row.items() if k != "sweep"}
         print(source, json.dumps(line), flush=True)
         for s in row.get("sweep", []):

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from toolscout.engine import Engine
+from toolscout.models import SearchMode
 from toolscout.store.roles import FeedbackRecord
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +41,8 @@ def test_a_thousand_rows_move_only_the_requests_they_resemble(engine: Engine) ->
     texts = [r["query"] for r in requests]
     memory = engine.feedback.memory
     assert memory is not None
-    threshold = memory.params.threshold
+    ranked = engine.searcher.ranking(SearchMode.HYBRID)[0] == "learned"
+    threshold = (memory.params.for_ranked() if ranked else memory.params).threshold
     resemble = (np.asarray(engine.embedder.embed_query(texts)) @ vectors.T).max(axis=1) >= threshold
 
     def top3() -> list[list[str]]:

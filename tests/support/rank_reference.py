@@ -162,7 +162,7 @@ def reference_rerank(
     chance = ranker.probabilities(raw, x).tolist()
     order = sorted(range(len(ids)), key=lambda i: (-raw[i], ids[i]))
     head = [Scored(ids[i], chance[i]) for i in order]
-    return head + list(legs.fused[len(ids) :]), {h.id: h.score for h in head}
+    return head + [Scored(h.id, 0.0) for h in legs.fused[len(ids) :]], {h.id: h.score for h in head}
 
 
 def previous_predict(forest: Forest, x: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -193,4 +193,4 @@ def previous_rerank(
     keys = [(-r, tid) for r, tid in zip(raw.tolist(), ids, strict=True)]
     order = sorted(range(len(ids)), key=keys.__getitem__)
     head = [Scored(ids[i], chance[i]) for i in order]
-    return head + list(legs.fused[len(ids) :]), {h.id: h.score for h in head}
+    return head + [Scored(h.id, 0.0) for h in legs.fused[len(ids) :]], {h.id: h.score for h in head}

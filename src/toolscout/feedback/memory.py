@@ -41,16 +41,27 @@ SECONDS_PER_DAY = 86400.0
 class MemoryParams:
     """How recorded calls move a ranking.
 
-    ``threshold``, ``boost`` and ``saturation`` were chosen for the default model on the dev
-    tools of metatool, gorilla_apibench and bfcl with ``python bench/feedback_replay.py
-    --sweep`` (docs/BENCHMARKS.md, "Learning from use"): the smallest boost whose future
-    requests gain 10 points of hit@3 (pooled) while no set's tools without history lose any.
+    ``threshold``, ``boost`` and ``saturation`` were chosen for the default model and the
+    hand-set fusion's scores on the dev tools of metatool, gorilla_apibench and bfcl with
+    ``python bench/feedback_replay.py --sweep`` (docs/BENCHMARKS.md, "Learning from use"): the
+    smallest boost whose future requests gain 10 points of hit@3 (pooled) while no set's tools
+    without history lose any. ``ranked_threshold`` and ``ranked_boost`` take their place when
+    the learned ranker scored the run: its scores are probabilities, closer together at the top
+    than the fusion's, so the same boost crossed more of them (``python
+    bench/feedback_replay.py --threshold T --boost B``: no threshold and boost met both aims
+    there; these keep every set's tools without history where they were).
     """
 
     threshold: float = 0.5
     boost: float = 0.3
     saturation: float = 1.0
     half_life_days: float = 90.0
+    ranked_threshold: float = 0.6
+    ranked_boost: float = 0.3
+
+    def for_ranked(self) -> MemoryParams:
+        """The parameters for a run the learned ranker scored."""
+        return replace(self, threshold=self.ranked_threshold, boost=self.ranked_boost)
 
 
 @dataclass(frozen=True)
@@ -95,17 +106,24 @@ class RequestMemory:
         self._version: Hashable | None = object()
 
     def apply(
-        self, query_vectors: NDArray[np.float32], fused: list[Scored], version: Hashable | None
+        self,
+        query_vectors: NDArray[np.float32],
+        fused: list[Scored],
+        version: Hashable | None,
+        *,
+        ranked: bool = False,
     ) -> list[Scored]:
         """``fused`` re-ordered with the learned boosts (unchanged when nothing resembles the
-        request), from the log as of the index's data ``version`` (the search's own read). A
+        request), from the log as of the index's data ``version`` (the search's own read);
+        ``ranked``: the learned ranker scored ``fused`` (:meth:`MemoryParams.for_ranked`). A
         feedback log that cannot be read is skipped with a warning: feedback never fails a
         search."""
         if not fused:
             return fused
         try:
             snap = self._current(version)
-            gains = self.gains(snap, query_vectors)
+            params = self.params.for_ranked() if ranked else self.params
+            gains = self.gains(snap, query_vectors, params)
         except (ToolscoutError, ValueError, TypeError, ArithmeticError) as exc:
             # A damaged feedback table (or one a newer or older schema left) must not cost the
             # search: the ranking is the one without feedback.
@@ -116,8 +134,14 @@ class RequestMemory:
         scored = [Scored(h.id, h.score + gains.get(h.id, 0.0)) for h in fused]
         return sorted(scored, key=lambda h: (-h.score, h.id))
 
-    def gains(self, snap: Snapshot, query_vectors: NDArray[np.float32]) -> dict[str, float]:
-        """The bounded boost of each tool the resembling requests voted for."""
+    def gains(
+        self,
+        snap: Snapshot,
+        query_vectors: NDArray[np.float32],
+        params: MemoryParams | None = None,
+    ) -> dict[str, float]:
+        """The bounded boost of each tool the resembling requests voted for (under ``params``,
+        by default the memory's own)."""
         if not snap.tools:
             return {}
         q = np.asarray(query_vectors, dtype=np.float32)
@@ -126,7 +150,7 @@ class RequestMemory:
         if q.shape[1] != snap.vectors.shape[1]:
             return {}
         sims = (snap.vectors @ q.T).max(axis=1)
-        p = self.params
+        p = params or self.params
         close = np.nonzero(sims >= p.threshold)[0]
         if close.size == 0:
             return {}

@@ -16,8 +16,14 @@ class Boost(Protocol):
     """Re-scores fused candidates from the request's vectors (one row per intent)."""
 
     def apply(
-        self, query_vectors: NDArray[np.float32], fused: list[Scored], version: Hashable | None
+        self,
+        query_vectors: NDArray[np.float32],
+        fused: list[Scored],
+        version: Hashable | None,
+        *,
+        ranked: bool = False,
     ) -> list[Scored]:
         """``fused`` re-ordered, best first, at the index's data ``version`` (read once per
-        search); never fails a search (problems are logged)."""
+        search); ``ranked``: the learned ranker scored the run (its scores are then
+        probabilities, not the fusion's). Never fails a search (problems are logged)."""
         ...

@@ -296,7 +296,7 @@ class HybridSearcher:
             fused, chances = self._rerank(ranker, legs, tokens, state.version)
             timings["rerank_ms"] = (time.perf_counter() - t0) * 1000
         if self.boost is not None and embedded:
-            fused = self.boost.apply(embedded[0], fused, state.version)
+            fused = self.boost.apply(embedded[0], fused, state.version, ranked=bool(chances))
         if mode is not SearchMode.BM25 and cfg.intent_fusion and len(runs) > 1:
             fused = spread_intents(fused, intent_owners(runs), len(runs), places or limit)
         fused = self._boost_exact_name(text, fused)

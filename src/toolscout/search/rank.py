@@ -145,12 +145,16 @@ def rerank(
     ranker: Ranker, legs: Legs, ids: Sequence[str], x: NDArray[np.float64]
 ) -> tuple[list[Scored], dict[str, float]]:
     """The candidates ``ids`` (rows of ``x``, one request's: :func:`candidate_rows`) in the
-    ranker's order (ties by id), then the rest of the fused run as it was; and each candidate's
-    probability of being a right tool."""
+    ranker's order (ties by id), scored by their probability of being a right tool, then the
+    rest of the fused run in its order, scored 0 (the probability the hits report for them);
+    and each candidate's probability. The run's scores are then on one scale: a step that adds
+    to them and sorts again (what was learned from use) cannot lift the fusion's own scores of
+    the tail above the ranker's probabilities."""
     raw = ranker.scores(x, shared=REQUEST_COLUMNS)
     chance = ranker.probabilities(raw, x).tolist()
     head = [Scored(ids[i], chance[i]) for i in _order(raw, ids)]
-    return head + list(legs.fused[len(ids) :]), dict(zip(ids, chance, strict=True))
+    tail = [Scored(h.id, 0.0) for h in legs.fused[len(ids) :]]
+    return head + tail, dict(zip(ids, chance, strict=True))
 
 
 def _order(raw: NDArray[np.float64], ids: Sequence[str]) -> list[int]:
