@@ -40,6 +40,11 @@ setting changed, and every other variant's change undone):
 * ``alternating`` - ``shipped`` with a request's texts shared between the two query sessions
   the previous way (by length, alternately) instead of in two halves of equal length (the
   ``embed`` stage of the two, on long requests, shows what balancing saves);
+* ``design_map`` - ``shipped`` with the learned ranker's score map computed the previous way:
+  a design matrix of every input of its logistic (request-level ones repeated down the rows)
+  times its weights, instead of the weights folded once per ranker (search/rankinputs.py). Its
+  scores differ from the shipped ones by rounding only (within 1e-15; the same ids in the same
+  order), so it is left out of the bit-for-bit same-answers check;
 * ``whole_embedded`` - ``shipped`` with the whole request's text embedded beside its intents
   (``SearchConfig.whole_request = "embedded"``) instead of its intents' rows averaged (the
   product's). The packaged ranker was fitted for the averaged row, so its answers differ (left
@@ -73,6 +78,7 @@ from toolscout.search.candidates import CandidateCache
 from toolscout.search.config import SearchConfig
 from toolscout.search.hybrid import HybridSearcher
 from toolscout.search.rank import Legs, features
+from toolscout.search.rankcal import RankCalibration
 from toolscout.search.text import query_tokens
 from toolscout.store.sql import tools as tool_rows
 from toolscout.store.sqlite.ann.shard import EdgeIndex
@@ -80,19 +86,40 @@ from toolscout.store.sqlite.ann.shard import EdgeIndex
 VARIANTS = (
     *("previous", "one_thread", "split", "pool_embeds", "shipped", "hashed_hits", "frozen"),
     *("hand_fusion", "light_rows", "row_ranker", "cold_names", "remembered_names"),
-    *("alternating", "whole_embedded"),
+    *("alternating", "whole_embedded", "design_map"),
 )
-#: Variants that rank otherwise, left out of the same-answers check.
-RANKS_OTHERWISE = ("hand_fusion", "whole_embedded")
+#: Variants that rank otherwise (or score otherwise by rounding), left out of the same-answers
+#: check.
+RANKS_OTHERWISE = ("hand_fusion", "whole_embedded", "design_map")
 #: Variants that run the shipped path but for the one part they replace.
 SHIPPED_TOO = (
     *("light_rows", "row_ranker", "cold_names", "remembered_names", "alternating"),
-    "whole_embedded",
+    *("whole_embedded", "design_map"),
 )
 SHIPPED_NEAREST = EdgeIndex.nearest_many
 SHIPPED_LIGHT_TOOL = tool_rows.row_to_light_tool
 SHIPPED_HALVES = onnx.balanced_halves
 SHIPPED_WHOLE = SearchConfig().whole_request
+SHIPPED_MAP = RankCalibration.probabilities
+
+
+def _design_probabilities(
+    self: RankCalibration, raw: Any, x: Any, features: Sequence[str], order: Any = None
+) -> NDArray[np.float64]:
+    """The score map's previous computation: stage 1 through the design matrix of every
+    input (``RankCalibration.logistic``), then the bands as the shipped map reads them."""
+    if raw.size == 0:
+        return np.zeros(0)
+    order = np.argsort(-raw, kind="stable")
+    place = np.empty(raw.size, dtype=np.int64)
+    place[order] = np.arange(raw.size)
+    p = self.logistic(raw, x, features, place)
+    out = p.copy()
+    ends = [b.start for b in self.bands[1:]] + [raw.size]
+    for band, end in zip(self.bands, ends, strict=True):
+        rows = order[band.start : end]
+        out[rows] = np.interp(p[rows], np.asarray(band.x), np.asarray(band.y))
+    return out
 
 
 def _alternating(sizes: Sequence[int]) -> tuple[list[int], list[int]]:
@@ -237,4 +264,6 @@ def use(engine: Engine, variant: str) -> None:
     onnx.balanced_halves = _alternating if variant == "alternating" else SHIPPED_HALVES  # type: ignore[assignment]
     hashed = variant == "hashed_hits"
     tool_rows.row_to_light_tool = _hashed_light_tool if hashed else SHIPPED_LIGHT_TOOL  # type: ignore[assignment]
+    design = variant == "design_map"
+    RankCalibration.probabilities = _design_probabilities if design else SHIPPED_MAP  # type: ignore[method-assign]
     EdgeIndex.nearest_many = _payload_nearest if previous else SHIPPED_NEAREST  # type: ignore[method-assign]

@@ -124,6 +124,8 @@ def test_the_folded_map_is_the_logistic_of_every_input(candidates: int) -> None:
         order = np.argsort(-raw, kind="stable")
         assert folded == pytest.approx(plain.logistic(raw, x, FEATURES), abs=1e-12, rel=0)
         assert plain.probabilities(raw, x, FEATURES, order).tolist() == folded.tolist()
+        # A search's rows are a transposed view: the same probabilities to the bit.
+        assert plain.probabilities(raw, np.asfortranarray(x), FEATURES).tolist() == folded.tolist()
 
 
 def _situation(raw: list[float], cosine: list[float]) -> dict[str, list[float]]:

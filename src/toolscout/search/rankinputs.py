@@ -156,12 +156,13 @@ REQUEST_DERIVED = frozenset({"entropy", "crowd", "legs_agree", "cosine_crowd", "
 
 @dataclass(frozen=True)
 class Folded:
-    """A map's logistic weights regrouped for one ranker's features: a weight per feature
-    column (0 for those not read), the weight of ``raw`` (with ``raw_gap``'s: the gap is the
+    """A map's logistic weights regrouped for one ranker's features: the feature columns it
+    reads (``read``) and their weights, the weight of ``raw`` (with ``raw_gap``'s: the gap is the
     output less the request's best) and of ``raw_gap`` alone (for the best), the per-candidate
     derived inputs with theirs, and the request-level ones with theirs."""
 
     intercept: float
+    read: NDArray[np.intp]
     columns: NDArray[np.float64]
     raw: float
     gap: float
@@ -173,7 +174,9 @@ class Folded:
         shift = self.intercept - self.gap * float(s.ranked[0])
         for name, w in self.request:
             shift += w * float(COLUMNS[name](s))
-        z: NDArray[np.float64] = s.x @ self.columns
+        # Gathered into a fresh array first: the product's rounding then does not depend on
+        # how the caller's rows lie in memory (a search's are a transposed view).
+        z: NDArray[np.float64] = s.x.take(self.read, axis=1) @ self.columns
         z += self.raw * s.raw
         z += shift
         for name, w in self.rows:
@@ -185,17 +188,20 @@ class Folded:
 def fold(
     inputs: tuple[str, ...], coef: tuple[float, ...], intercept: float, features: tuple[str, ...]
 ) -> Folded:
-    columns = np.zeros(len(features))
+    """A map's weights (``inputs``, ``coef``, ``intercept``) folded for ``features``."""
+    read: dict[int, float] = {}
     weight = dict.fromkeys(DERIVED, 0.0)
     for name, c in zip(inputs, coef, strict=True):
         if name in DERIVED:
             weight[name] += c
         else:
-            columns[features.index(name)] += c
+            column = features.index(name)
+            read[column] = read.get(column, 0.0) + c
     rows = tuple((n, weight[n]) for n in DERIVED if n not in REQUEST_DERIVED and n in inputs)
     return Folded(
         intercept,
-        columns,
+        np.array(list(read), dtype=np.intp),
+        np.array(list(read.values()), dtype=np.float64),
         weight["raw"] + weight["raw_gap"],
         weight["raw_gap"],
         tuple((n, w) for n, w in rows if n not in ("raw", "raw_gap")),
@@ -204,6 +210,7 @@ def fold(
 
 
 def lead_over(raw: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Each output's lead over the best of the others (see :data:`DERIVED`'s ``lead``)."""
     if raw.size < 2:
         return np.zeros(raw.size)
     first, second = np.partition(raw, raw.size - 2)[-1:-3:-1]
