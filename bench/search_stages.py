@@ -221,7 +221,7 @@ def _ratios(out: dict[str, Any]) -> dict[str, float | None]:
     for v, stage in (
         *(("light_rows", "rerank"), ("row_ranker", "rerank")),
         *(("cold_names", "rerank"), ("remembered_names", "rerank")),
-        ("alternating", "embed"),
+        *(("alternating", "embed"), ("design_map", "rerank")),
     ):
         if v in out and "shipped" in out:
             mine, theirs = (out[w]["stages_p50_p95"][stage][0] for w in ("shipped", v))
