@@ -229,8 +229,15 @@ def _cosine_columns(
 ) -> None:
     """Into ``out``, per candidate: its cosine in a run of nearest tools (``crowd``, best
     first), the gap to the run's best, its z-score in the run and its log rank."""
-    sd = float(crowd.std()) if crowd.size > 1 else 1.0
-    mu = float(crowd.mean()) if crowd.size else 0.0
+    n = crowd.size
+    # ``crowd.mean()`` and ``crowd.std()`` with the same operations on the same floats (the
+    # same bits), without numpy's Python-level wrappers: a tenth of the rows' time.
+    mu = float(crowd.sum()) / n if n else 0.0
+    sd = 1.0
+    if n > 1:
+        dev = crowd - mu
+        dev *= dev
+        sd = math.sqrt(float(dev.sum()) / n)
     out[0] = sims
     out[1] = sims - (float(crowd[0]) if crowd.size else 0.0)
     out[2] = sims - mu
