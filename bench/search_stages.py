@@ -30,7 +30,8 @@ embedding began after the search did and how long the vector leg then waited for
 (p50 / p95), the share of searches a garbage collection ran in, its longest pause and the
 share with a full (generation 2) collection, and whether every variant returned the same ids
 and scores as the first (they must: no variant but ``hand_fusion`` and ``whole_embedded``
-change results; ``design_map``'s scores differ by rounding, so it is left out as well).
+change results; ``design_map``, the ranker's previous stage, scores differently by rounding,
+so it is left out as well).
 Read timings as ratios within one run; take figures from a quiet machine only.
 """
 
