@@ -42,7 +42,7 @@ import json
 import sys
 import time
 from dataclasses import replace
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +65,7 @@ from toolscout.eval.metrics import (
 from toolscout.models import Scored, Tool
 from toolscout.search.config import SearchConfig, WholeRequest
 from toolscout.search.hybrid import HybridSearcher
-from toolscout.search.rank import Legs, features, load_ranker, rerank
+from toolscout.search.rank import Legs, candidate_rows, features, load_ranker, rerank
 from toolscout.search.rank import Ranker as Learned
 
 METRICS = ("hit@3", "ndcg@10")
@@ -73,6 +73,9 @@ METRICS = ("hit@3", "ndcg@10")
 
 #: The whole request's row of the ``learned`` system (``--whole``; SearchConfig.whole_request).
 WHOLE: WholeRequest = SearchConfig().whole_request
+#: How many fused candidates the ``learned`` system re-scores (``--rescore``; None: the legs'
+#: depth, ``SearchConfig.candidates``, as the product does); the legs stay that deep.
+RESCORE: int | None = None
 
 
 def all_sets(natural: Path) -> dict[str, Dataset]:
@@ -106,6 +109,8 @@ def systems(
         replace(config, learned_ranker=True, whole_request=WHOLE),
         ranker=ranker,
     )
+    if RESCORE is not None:
+        learned.candidate_features = partial(shallow_features, learned, RESCORE)  # type: ignore[method-assign]
     peer = peers(engine, tools)
     # Each request's two peer lists are computed once and fused twice.
     bm25, cosine = lru_cache(4)(peer["peer_bm25s"]), lru_cache(4)(peer["peer_vector"])
@@ -143,6 +148,14 @@ def systems(
     if candidate is not None:
         out["candidate"] = candidate_system(engine, tools, scores, candidate)
     return out
+
+
+def shallow_features(
+    searcher: HybridSearcher, depth: int, legs: Legs, tokens: list[str], version: Any = None
+) -> tuple[list[str], Any]:
+    """``searcher.candidate_features`` for the first ``depth`` fused candidates only."""
+    ids = [h.id for h in legs.fused[:depth]]
+    return ids, candidate_rows(legs, ids, tokens, searcher.seen.get(ids, version, legs.tools))
 
 
 def candidate_system(
@@ -391,7 +404,7 @@ def config_value(item: str) -> tuple[str, Any]:
 
 
 def main() -> int:
-    global WHOLE
+    global WHOLE, RESCORE
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sets = all_sets(ROOT / "data" / "natural")
     parser.add_argument("--sets", nargs="*", default=list(sets), choices=list(sets))
@@ -416,8 +429,12 @@ def main() -> int:
         "--variant", nargs="*", default=None, metavar="KEY=VALUE",
         help="SearchConfig fields: adds `variant`, the hand-set fusion with them changed",
     )  # fmt: skip
+    parser.add_argument(
+        "--rescore", type=int, default=None, metavar="N",
+        help="`learned` re-scores only the first N fused candidates (the legs stay as deep)",
+    )  # fmt: skip
     args = parser.parse_args()
-    WHOLE = args.whole
+    WHOLE, RESCORE = args.whole, args.rescore
     variant = dict(config_value(item) for item in args.variant or [])
     t0 = time.perf_counter()
     report: dict[str, Any] = {"sets": {}}

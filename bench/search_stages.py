@@ -12,7 +12,7 @@ query path before the query sessions and the in-memory point map), ``one_thread`
 ``pool_embeds`` (the steps from it to the shipped path), ``shipped`` (what the product does),
 and the shipped path with one part done the previous way or otherwise: ``hashed_hits``,
 ``frozen``, ``hand_fusion``, ``light_rows``, ``row_ranker``, ``cold_names``,
-``remembered_names``, ``alternating``, ``whole_embedded``.
+``remembered_names``, ``alternating``, ``whole_embedded``, ``design_map``.
 
 The order of the variants rotates from query to query and every other query reverses it, so
 that each runs first on a new query as often as the others (a request's first search pays for
@@ -30,7 +30,8 @@ embedding began after the search did and how long the vector leg then waited for
 (p50 / p95), the share of searches a garbage collection ran in, its longest pause and the
 share with a full (generation 2) collection, and whether every variant returned the same ids
 and scores as the first (they must: no variant but ``hand_fusion`` and ``whole_embedded``
-change results).
+change results; ``design_map``, the ranker's previous stage, scores differently by rounding,
+so it is left out as well).
 Read timings as ratios within one run; take figures from a quiet machine only.
 """
 
@@ -221,7 +222,7 @@ def _ratios(out: dict[str, Any]) -> dict[str, float | None]:
     for v, stage in (
         *(("light_rows", "rerank"), ("row_ranker", "rerank")),
         *(("cold_names", "rerank"), ("remembered_names", "rerank")),
-        ("alternating", "embed"),
+        *(("alternating", "embed"), ("design_map", "rerank")),
     ):
         if v in out and "shipped" in out:
             mine, theirs = (out[w]["stages_p50_p95"][stage][0] for w in ("shipped", v))

@@ -40,6 +40,13 @@ setting changed, and every other variant's change undone):
 * ``alternating`` - ``shipped`` with a request's texts shared between the two query sessions
   the previous way (by length, alternately) instead of in two halves of equal length (the
   ``embed`` stage of the two, on long requests, shows what balancing saves);
+* ``design_map`` - ``shipped`` with the learned ranker's stage computed the previous way: its
+  score map through a design matrix of every input of its logistic (request-level ones
+  repeated down the rows) times its weights, instead of the weights folded once per ranker
+  (search/rankinputs.py); its trees combining the request's shared columns a feature at a
+  time; its rows walking the fused run and taking the cosines' mean and spread through numpy's
+  wrappers. Its scores differ from the shipped ones by rounding only (within 1e-15; the same
+  ids in the same order), so it is left out of the bit-for-bit same-answers check;
 * ``whole_embedded`` - ``shipped`` with the whole request's text embedded beside its intents
   (``SearchConfig.whole_request = "embedded"``) instead of its intents' rows averaged (the
   product's). The packaged ranker was fitted for the averaged row, so its answers differ (left
@@ -53,6 +60,7 @@ import functools
 import gc
 import json
 import sys
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -69,10 +77,13 @@ from toolscout.embed import onnx
 from toolscout.embed.onnx import OnnxEmbedder
 from toolscout.engine import Engine
 from toolscout.models import ItemType, Scored, SearchMode, Tool
+from toolscout.search import rankrows
 from toolscout.search.candidates import CandidateCache
 from toolscout.search.config import SearchConfig
+from toolscout.search.forest import _LOWEST, Forest
 from toolscout.search.hybrid import HybridSearcher
 from toolscout.search.rank import Legs, features
+from toolscout.search.rankcal import RankCalibration
 from toolscout.search.text import query_tokens
 from toolscout.store.sql import tools as tool_rows
 from toolscout.store.sqlite.ann.shard import EdgeIndex
@@ -80,19 +91,87 @@ from toolscout.store.sqlite.ann.shard import EdgeIndex
 VARIANTS = (
     *("previous", "one_thread", "split", "pool_embeds", "shipped", "hashed_hits", "frozen"),
     *("hand_fusion", "light_rows", "row_ranker", "cold_names", "remembered_names"),
-    *("alternating", "whole_embedded"),
+    *("alternating", "whole_embedded", "design_map"),
 )
-#: Variants that rank otherwise, left out of the same-answers check.
-RANKS_OTHERWISE = ("hand_fusion", "whole_embedded")
+#: Variants that rank otherwise (or score otherwise by rounding), left out of the same-answers
+#: check.
+RANKS_OTHERWISE = ("hand_fusion", "whole_embedded", "design_map")
 #: Variants that run the shipped path but for the one part they replace.
 SHIPPED_TOO = (
     *("light_rows", "row_ranker", "cold_names", "remembered_names", "alternating"),
-    "whole_embedded",
+    *("whole_embedded", "design_map"),
 )
 SHIPPED_NEAREST = EdgeIndex.nearest_many
 SHIPPED_LIGHT_TOOL = tool_rows.row_to_light_tool
 SHIPPED_HALVES = onnx.balanced_halves
 SHIPPED_WHOLE = SearchConfig().whole_request
+SHIPPED_MAP = RankCalibration.probabilities
+SHIPPED_PREDICT = Forest.predict
+SHIPPED_PLACED = rankrows._Placed
+SHIPPED_COSINES = rankrows._cosine_columns
+
+
+def _previous_predict(self: Forest, x: Any, shared: int = 0) -> NDArray[np.float64]:
+    """The trees' previous evaluation: the shared columns combined a feature at a time."""
+    n = x.shape[0]
+    wide, offsets = self._wide, self.offsets
+    common = self._all_leaves.copy()
+    per_row: list[int] = []
+    for j, f in enumerate(self.features):
+        if f < shared:
+            common &= wide[offsets[j] + bisect_left(self._cuts[j], float(x[0, f]))]
+        else:
+            per_row.append(j)
+    masks = np.empty((n, wide.shape[1]), dtype=np.uint64)
+    masks[:] = common
+    if per_row:
+        columns = x.T[[self.features[j] for j in per_row]]
+        rows = np.empty((len(per_row), n), dtype=np.int64)
+        for k, j in enumerate(per_row):
+            rows[k] = self.thresholds[j].searchsorted(columns[k], side="left")
+        rows += offsets[per_row, None]
+        masks &= np.bitwise_and.reduce(wide.take(rows, axis=0), axis=0)
+    leaf = _LOWEST.take(masks.view(np.uint16)[:, : self.size]).astype(np.int64)
+    leaf += self.starts
+    out: NDArray[np.float64] = self.values.take(leaf).sum(axis=1)
+    return out
+
+
+class _WalkedPlaced(SHIPPED_PLACED):  # type: ignore[misc,valid-type]
+    """The rows' previous placing: every run walked, the fused one too."""
+
+    def __init__(self, runs: Any, row_of: Any, k: int, heads: int | None = None) -> None:
+        super().__init__(runs, row_of, k)
+
+
+def _previous_cosines(out: Any, crowd: Any, sims: Any, log_rank: Any) -> None:
+    """The rows' previous cosine columns: the crowd's mean and spread through numpy."""
+    sd = float(crowd.std()) if crowd.size > 1 else 1.0
+    mu = float(crowd.mean()) if crowd.size else 0.0
+    out[0] = sims
+    out[1] = sims - (float(crowd[0]) if crowd.size else 0.0)
+    out[2] = sims - mu
+    out[2] /= max(sd, 1e-6)
+    out[3] = log_rank
+
+
+def _design_probabilities(
+    self: RankCalibration, raw: Any, x: Any, features: Sequence[str], order: Any = None
+) -> NDArray[np.float64]:
+    """The score map's previous computation: stage 1 through the design matrix of every
+    input (``RankCalibration.logistic``), then the bands as the shipped map reads them."""
+    if raw.size == 0:
+        return np.zeros(0)
+    order = np.argsort(-raw, kind="stable")
+    place = np.empty(raw.size, dtype=np.int64)
+    place[order] = np.arange(raw.size)
+    p = self.logistic(raw, x, features, place)
+    out = p.copy()
+    ends = [b.start for b in self.bands[1:]] + [raw.size]
+    for band, end in zip(self.bands, ends, strict=True):
+        rows = order[band.start : end]
+        out[rows] = np.interp(p[rows], np.asarray(band.x), np.asarray(band.y))
+    return out
 
 
 def _alternating(sizes: Sequence[int]) -> tuple[list[int], list[int]]:
@@ -237,4 +316,9 @@ def use(engine: Engine, variant: str) -> None:
     onnx.balanced_halves = _alternating if variant == "alternating" else SHIPPED_HALVES  # type: ignore[assignment]
     hashed = variant == "hashed_hits"
     tool_rows.row_to_light_tool = _hashed_light_tool if hashed else SHIPPED_LIGHT_TOOL  # type: ignore[assignment]
+    design = variant == "design_map"
+    RankCalibration.probabilities = _design_probabilities if design else SHIPPED_MAP  # type: ignore[method-assign]
+    Forest.predict = _previous_predict if design else SHIPPED_PREDICT  # type: ignore[method-assign]
+    rankrows._Placed = _WalkedPlaced if design else SHIPPED_PLACED  # type: ignore[misc]
+    rankrows._cosine_columns = _previous_cosines if design else SHIPPED_COSINES
     EdgeIndex.nearest_many = _payload_nearest if previous else SHIPPED_NEAREST  # type: ignore[method-assign]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.errors import ConfigError
 from toolscout.models import Loaded, Tool
-from toolscout.search.rank import FEATURES, META_FILE, MODEL_FILE, load_ranker
+from toolscout.search.rank import FEATURES, META_FILE, MODEL_FILE, REQUEST_COLUMNS, load_ranker
 from toolscout.search.rankcal import (
     CALIBRATION_FILE,
     COSINE_MARGIN,
@@ -103,6 +104,28 @@ def test_each_band_reads_its_own_places() -> None:
     cal = RankCalibration(("raw",), (1.0,), 0.0, bands, "")
     p = cal.probabilities(np.array([0.0, 3.0, 1.0]), np.zeros((3, 1)), ("cosine",))
     assert p.tolist() == [0.2, 0.9, 0.2]
+
+
+@pytest.mark.parametrize("candidates", [1, 2, 7, 100])
+def test_the_folded_map_is_the_logistic_of_every_input(candidates: int) -> None:
+    # A search computes stage 1 from weights folded per ranker; the fit script from the design
+    # matrix of every input. They must agree (to rounding), whatever the candidates.
+    ranker = load_ranker()
+    assert ranker.rankcal is not None
+    plain = replace(ranker.rankcal, bands=())
+    rng = np.random.default_rng(candidates)
+    for _ in range(20):
+        x = rng.uniform(-1.0, 3.0, size=(candidates, len(FEATURES)))
+        x[:, :REQUEST_COLUMNS] = x[0, :REQUEST_COLUMNS]
+        # Ties in the ranker's output, as its trees give near-identical candidates.
+        x[candidates // 2 :] = x[candidates // 2]
+        raw = ranker.scores(x, REQUEST_COLUMNS)
+        folded = plain.probabilities(raw, x, FEATURES)
+        order = np.argsort(-raw, kind="stable")
+        assert folded == pytest.approx(plain.logistic(raw, x, FEATURES), abs=1e-12, rel=0)
+        assert plain.probabilities(raw, x, FEATURES, order).tolist() == folded.tolist()
+        # A search's rows are a transposed view: the same probabilities to the bit.
+        assert plain.probabilities(raw, np.asfortranarray(x), FEATURES).tolist() == folded.tolist()
 
 
 def _situation(raw: list[float], cosine: list[float]) -> dict[str, list[float]]:

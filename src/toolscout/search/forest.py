@@ -70,6 +70,25 @@ class Forest:
         """:attr:`thresholds` as lists, for a value every row shares (one bisection, no array)."""
         return tuple(c.tolist() for c in self.thresholds)
 
+    @cached_property
+    def _plans(self) -> dict[int, _Plan]:
+        """:class:`_Plan` per count of shared columns, made when first asked."""
+        return {}
+
+    def _plan(self, shared: int) -> _Plan:
+        plan = self._plans.get(shared)
+        if plan is None:
+            common = [j for j, f in enumerate(self.features) if f < shared]
+            own = [j for j, f in enumerate(self.features) if f >= shared]
+            plan = _Plan(
+                tuple((j, self.features[j], int(self.offsets[j])) for j in common),
+                np.array([self.features[j] for j in own], dtype=np.intp),
+                tuple(self.thresholds[j] for j in own),
+                self.offsets[own, None],
+            )
+            self._plans[shared] = plan
+        return plan
+
     def predict(self, x: NDArray[np.float64], shared: int = 0) -> NDArray[np.float64]:
         """The sum of the trees' leaf values for each row of ``x`` (LightGBM's, except that it
         reads a value within 1e-35 of 0 as 0, which no ranker feature takes). ``shared``: the
@@ -80,29 +99,39 @@ class Forest:
             return np.zeros(0)
         if not self.features:
             return np.full(n, self.values.reshape(-1, self.leaves)[:, 0].sum())
-        wide, offsets = self._wide, self.offsets
-        common = self._all_leaves.copy()
-        per_row: list[int] = []
-        for j, f in enumerate(self.features):
-            if f < shared:
-                common &= wide[offsets[j] + bisect_left(self._cuts[j], float(x[0, f]))]
-            else:
-                per_row.append(j)
-        masks = np.empty((n, wide.shape[1]), dtype=np.uint64)
-        masks[:] = common
-        if per_row:
+        wide, plan = self._wide, self._plan(shared)
+        if plan.own.size:
             # One row per feature, contiguous: the bisections read them in turn.
-            columns = x.T[[self.features[j] for j in per_row]]
-            rows = np.empty((len(per_row), n), dtype=np.int64)
-            for k, j in enumerate(per_row):
+            columns = x.T[plan.own]
+            rows = np.empty((plan.own.size, n), dtype=np.int64)
+            for k, cuts in enumerate(plan.cuts):
                 # The array's method: np.searchsorted adds a Python frame per call.
-                rows[k] = self.thresholds[j].searchsorted(columns[k], side="left")
-            rows += offsets[per_row, None]
-            masks &= np.bitwise_and.reduce(wide.take(rows, axis=0), axis=0)
+                rows[k] = cuts.searchsorted(columns[k], side="left")
+            rows += plan.offsets
+            masks = np.bitwise_and.reduce(wide.take(rows, axis=0), axis=0)
+        else:
+            masks = np.empty((n, wide.shape[1]), dtype=np.uint64)
+            masks[:] = self._all_leaves
+        if plan.common:
+            first = x[0].tolist()
+            at = [o + bisect_left(self._cuts[j], first[f]) for j, f, o in plan.common]
+            masks &= np.bitwise_and.reduce(wide.take(at, axis=0), axis=0)
         leaf = _LOWEST.take(masks.view(np.uint16)[:, : self.size]).astype(np.int64)
         leaf += self.starts
         out: NDArray[np.float64] = self.values.take(leaf).sum(axis=1)
         return out
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """How :meth:`Forest.predict` reads rows with a given count of shared columns: the features
+    they share (index among the forest's, column, first row in the table), and the columns
+    read per row with their thresholds and first rows in the table."""
+
+    common: tuple[tuple[int, int, int], ...]
+    own: NDArray[np.intp]
+    cuts: tuple[NDArray[np.float64], ...]
+    offsets: NDArray[np.int64]
 
 
 def parse_lightgbm(text: str) -> Forest:

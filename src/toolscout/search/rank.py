@@ -127,14 +127,17 @@ class Ranker:
         return self.trees.predict(x, shared)
 
     def probabilities(
-        self, raw: NDArray[np.float64], x: NDArray[np.float64]
+        self,
+        raw: NDArray[np.float64],
+        x: NDArray[np.float64],
+        order: NDArray[np.intp] | None = None,
     ) -> NDArray[np.float64]:
         """The probability that each candidate is a right tool, from one request's raw scores
-        and feature rows."""
+        and feature rows (``order``: the rows by falling ``raw``, ties in row order, if known)."""
         if raw.size == 0:
             return raw
         if self.rankcal is not None:
-            return self.rankcal.probabilities(raw, x, self.features)
+            return self.rankcal.probabilities(raw, x, self.features, order)
         coef = np.asarray(self.calibration[:-1])
         z = calibration_inputs(raw, x) @ coef + self.calibration[-1]
         out: NDArray[np.float64] = 1.0 / (1.0 + np.exp(-np.clip(z, -50.0, 50.0)))
@@ -151,15 +154,17 @@ def rerank(
     to them and sorts again (what was learned from use) cannot lift the fusion's own scores of
     the tail above the ranker's probabilities."""
     raw = ranker.scores(x, shared=REQUEST_COLUMNS)
-    chance = ranker.probabilities(raw, x).tolist()
-    head = [Scored(ids[i], chance[i]) for i in _order(raw, ids)]
+    by_raw = (-raw).argsort(kind="stable")
+    chance = ranker.probabilities(raw, x, by_raw).tolist()
+    head = [Scored(ids[i], chance[i]) for i in _order(raw, ids, by_raw)]
     tail = [Scored(h.id, 0.0) for h in legs.fused[len(ids) :]]
     return head + tail, dict(zip(ids, chance, strict=True))
 
 
-def _order(raw: NDArray[np.float64], ids: Sequence[str]) -> list[int]:
-    """The rows by falling ``raw``, ties by id."""
-    order = (-raw).argsort(kind="stable")
+def _order(raw: NDArray[np.float64], ids: Sequence[str], by_raw: NDArray[np.intp]) -> list[int]:
+    """The rows by falling ``raw``, ties by id (``by_raw``: by falling ``raw``, ties in row
+    order)."""
+    order = by_raw
     ranked = raw[order]
     if not (ranked[1:] == ranked[:-1]).any():
         out: list[int] = order.tolist()

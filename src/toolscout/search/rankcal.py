@@ -22,7 +22,7 @@ to the logistic calibration its own metadata carries.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -33,51 +33,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 from toolscout.errors import ConfigError
+from toolscout.search.rankinputs import AGREE_FEATURES as AGREE_FEATURES
+from toolscout.search.rankinputs import COSINE_FEATURE as COSINE_FEATURE
+from toolscout.search.rankinputs import COSINE_MARGIN as COSINE_MARGIN
+from toolscout.search.rankinputs import CROWD_MARGIN as CROWD_MARGIN
+from toolscout.search.rankinputs import DERIVED as DERIVED
+from toolscout.search.rankinputs import SOFTMAX_TOP as SOFTMAX_TOP
+from toolscout.search.rankinputs import Situation, fold
 
 CALIBRATION_FILE = "rankcal.json"
-
-#: Inputs computed from the ranker's output for one request's candidates: the output itself,
-#: its gap to the request's best, the candidate's place (log of 1 + its 0-based position), and
-#: its lead over the best of the others (the first hit's margin over the second; for any other,
-#: its gap to the first); each grows with the output within a request. Then the situation:
-#: ``share``, the candidate's part of the softmaxed output of the first :data:`SOFTMAX_TOP`
-#: candidates (a first hit among near-ties holds little of it); ``entropy``, that softmax's
-#: entropy (request-level: how spread the top is); ``crowd``, log of 1 + how many other
-#: candidates score within :data:`CROWD_MARGIN` of the first (near-identical tools tie);
-#: ``gap_next``, the candidate's margin over the next one down (0 for the last);
-#: ``legs_agree``, 1 when the lexical and vector legs put the same tool first (request-level;
-#: read from the ranker's ``vector_rank`` and ``lexical_rank`` features); and two measures of
-#: how close the crowd of candidates comes in cosine (the ranker's ``cosine`` feature),
-#: request-level: ``cosine_crowd``, log of 1 + how many other candidates are within
-#: :data:`COSINE_MARGIN` of the best cosine (near-identical tools), and ``cosine_spread``, the
-#: best cosine's margin over the median of the other candidates' (over no others: the best
-#: cosine itself). Both are counted over the candidates, never over the catalog, so a lone
-#: clear match has no crowd at all rather than a crowd of itself; none of the inputs reads
-#: the catalog's size.
-DERIVED: tuple[str, ...] = (
-    "raw",
-    "raw_gap",
-    "position",
-    "lead",
-    "share",
-    "entropy",
-    "crowd",
-    "gap_next",
-    "legs_agree",
-    "cosine_crowd",
-    "cosine_spread",
-)
-
-#: Candidates the softmax of ``share`` and ``entropy`` runs over (the first places).
-SOFTMAX_TOP = 10
-#: Raw-output distance from the first within which a candidate counts as a near-tie.
-CROWD_MARGIN = 0.5
-#: Cosine distance from the best within which another candidate counts as near-identical.
-COSINE_MARGIN = 0.05
-#: The ranker's features ``legs_agree`` reads (log of 1 + a leg's 1-based rank).
-AGREE_FEATURES = ("vector_rank", "lexical_rank")
-#: The ranker's feature the cosine crowd is read from.
-COSINE_FEATURE = "cosine"
 
 
 @dataclass(frozen=True)
@@ -127,15 +91,28 @@ class RankCalibration:
         return out
 
     def probabilities(
-        self, raw: NDArray[np.float64], x: NDArray[np.float64], features: Sequence[str]
+        self,
+        raw: NDArray[np.float64],
+        x: NDArray[np.float64],
+        features: Sequence[str],
+        order: NDArray[np.intp] | None = None,
     ) -> NDArray[np.float64]:
-        """The probability that each of one request's candidates is a right tool."""
+        """The probability that each of one request's candidates is a right tool (``order``:
+        the rows by falling ``raw``, ties in row order, when the caller has it).
+
+        Stage 1 is :meth:`logistic`'s, its weights folded once per ranker (search/rankinputs.py):
+        one product of the feature rows with a weight per feature, the request's own inputs
+        summed into the intercept, and the few per-candidate derived columns added in turn,
+        instead of a design matrix of every input (equal to within rounding)."""
         if raw.size == 0:
             return np.zeros(0)
-        order = np.argsort(-raw, kind="stable")
+        if order is None:
+            order = np.argsort(-raw, kind="stable")
         place = np.empty(raw.size, dtype=np.int64)
         place[order] = np.arange(raw.size)
-        p = self.logistic(raw, x, features, place)
+        folded = fold(self.inputs, self.coef, self.intercept, tuple(features))
+        z = folded.z(Situation(raw, place, x, tuple(features)))
+        p: NDArray[np.float64] = 1.0 / (1.0 + np.exp(-np.clip(z, -50.0, 50.0)))
         if not self.bands:
             return p
         out = p.copy()  # places before the first band (none as fitted) keep stage 1
@@ -214,103 +191,10 @@ def design(
     at, take, derived = _plan(tuple(inputs), tuple(features))
     if take:
         out[:, list(at)] = x[:, list(take)]
-    situation = _Situation(raw, positions(raw) if place is None else place, x, tuple(features))
+    situation = Situation(raw, positions(raw) if place is None else place, x, tuple(features))
     for j, name in derived:
         out[:, j] = situation.column(name)
     return out
-
-
-class _Situation:
-    """The :data:`DERIVED` columns of one request's candidates, each computed when asked."""
-
-    def __init__(
-        self,
-        raw: NDArray[np.float64],
-        place: NDArray[np.int64],
-        x: NDArray[np.float64],
-        features: tuple[str, ...],
-    ) -> None:
-        self.raw, self.place, self.x, self.features = raw, place, x, features
-        self.ranked = np.empty(raw.size)
-        self.ranked[place] = raw  # best first
-        self._soft: tuple[NDArray[np.float64], float] | None = None
-
-    def column(self, name: str) -> NDArray[np.float64] | float:
-        """One input's column, or its value for every candidate when it is the request's."""
-        if name == "raw":
-            return self.raw
-        return _COLUMNS[name](self)
-
-    def raw_gap(self) -> NDArray[np.float64]:
-        out: NDArray[np.float64] = self.raw - self.ranked[0]
-        return out
-
-    def position(self) -> NDArray[np.float64]:
-        out: NDArray[np.float64] = np.log1p(self.place)
-        return out
-
-    def lead(self) -> NDArray[np.float64]:
-        return _lead(self.raw)
-
-    def share(self) -> NDArray[np.float64]:
-        return self.softmax()[0]
-
-    def entropy(self) -> float:
-        return self.softmax()[1]
-
-    def crowd(self) -> float:
-        near = int(np.count_nonzero(self.ranked >= self.ranked[0] - CROWD_MARGIN)) - 1
-        return float(np.log1p(near))
-
-    def gap_next(self) -> NDArray[np.float64]:
-        following = np.empty(self.raw.size)
-        following[:-1] = self.ranked[1:]
-        following[-1] = self.ranked[-1]
-        out: NDArray[np.float64] = self.raw - following[self.place]
-        return out
-
-    def legs_agree(self) -> float:
-        vector, lexical = (self.features.index(n) for n in AGREE_FEATURES)
-        # A leg's first place is log(1 + 1); its second, log(1 + 2): the midpoint tells them apart.
-        first = np.log(2.5)
-        return float(np.any((self.x[:, vector] < first) & (self.x[:, lexical] < first)))
-
-    def cosine_crowd(self) -> float:
-        cos = self.x[:, self.features.index(COSINE_FEATURE)]
-        near = int(np.count_nonzero(cos >= cos.max() - COSINE_MARGIN)) - 1
-        return float(np.log1p(near))
-
-    def cosine_spread(self) -> float:
-        cos = np.sort(self.x[:, self.features.index(COSINE_FEATURE)])
-        n = cos.size - 1  # the others: every candidate but the best
-        if n == 0:
-            return float(cos[-1])
-        middle = (cos[(n - 1) // 2] + cos[n // 2]) / 2.0
-        return float(cos[-1] - middle)
-
-    def softmax(self) -> tuple[NDArray[np.float64], float]:
-        """Each candidate's share of the softmax over the first places, and its entropy."""
-        if self._soft is None:
-            top = np.exp(self.ranked[:SOFTMAX_TOP] - self.ranked[0])
-            total = float(top.sum())
-            q = top / total
-            entropy = float(-(q * np.log(np.maximum(q, 1e-300))).sum())
-            self._soft = (np.exp(self.raw - self.ranked[0]) / total, entropy)
-        return self._soft
-
-
-_COLUMNS: dict[str, Callable[[_Situation], NDArray[np.float64] | float]] = {
-    "raw_gap": _Situation.raw_gap,
-    "position": _Situation.position,
-    "lead": _Situation.lead,
-    "share": _Situation.share,
-    "entropy": _Situation.entropy,
-    "crowd": _Situation.crowd,
-    "gap_next": _Situation.gap_next,
-    "legs_agree": _Situation.legs_agree,
-    "cosine_crowd": _Situation.cosine_crowd,
-    "cosine_spread": _Situation.cosine_spread,
-}
 
 
 @lru_cache(maxsize=64)
@@ -327,15 +211,6 @@ def _plan(
 @lru_cache(maxsize=64)
 def _knots(band: Band) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     return np.asarray(band.x), np.asarray(band.y)
-
-
-def _lead(raw: NDArray[np.float64]) -> NDArray[np.float64]:
-    if raw.size < 2:
-        return np.zeros(raw.size)
-    first, second = np.partition(raw, raw.size - 2)[-1:-3:-1]
-    out: NDArray[np.float64] = raw - first
-    out[raw >= first] = first - second
-    return out
 
 
 def load_rank_calibration(
