@@ -164,7 +164,7 @@ def _names_table(engine: Engine) -> dict[str, Any]:
     del held
     return {
         "tools": table.describe()["tools"],
-        "load_s": round(table.loads[-1], 3),
+        "load_s": round(table.last_load_s or 0.0, 3),
         "rss_added_mb": round(grown, 1),
         "traced_mb": round(traced / 2**20, 1),
     }

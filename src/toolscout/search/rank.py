@@ -164,10 +164,9 @@ def rerank(
 def _order(raw: NDArray[np.float64], ids: Sequence[str], by_raw: NDArray[np.intp]) -> list[int]:
     """The rows by falling ``raw``, ties by id (``by_raw``: by falling ``raw``, ties in row
     order)."""
-    order = by_raw
-    ranked = raw[order]
+    ranked = raw[by_raw]
     if not (ranked[1:] == ranked[:-1]).any():
-        out: list[int] = order.tolist()
+        out: list[int] = by_raw.tolist()
         return out
     keys = [(-r, tid) for r, tid in zip(raw.tolist(), ids, strict=True)]
     return sorted(range(len(ids)), key=keys.__getitem__)
