@@ -27,8 +27,11 @@ for a candidate never lowers it), early-stopped on the ``dev`` requests of the s
 out-of-fold predictions: the training requests in three folds, each scored by a model fitted
 on the other two with the chosen number of rounds; requests whose gold the legs missed count
 too. ``--write`` puts ``ranker.txt`` and ``ranker.json`` (sha256, features, calibration, this
-command) beside search/rank.py; then ``bench/fit/ranker_calibration.py --write`` fits the score
-map that replaces that logistic calibration (search/rankcal.py) for the new ranker.
+command) beside search/rank.py, then runs ``bench/fit/ranker_calibration.py --write``, which fits
+the score map that replaces that logistic calibration (search/rankcal.py) for the new ranker
+(``--no-score-map``: keep the packaged ``rankcal.json``, which then no longer matches and is set
+aside at load). So one command refits everything the ranker ships from a fresh clone:
+``python bench/fit/ranker.py --write --fixed-rounds 148``.
 Requires ``pip install lightgbm==4.7.0`` (training only; serving reads the text model itself).
 Each request's legs are cached in ``--cache``, so changing the features needs no new searches
 (delete it after changing the legs or the model).
@@ -43,6 +46,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -97,6 +101,8 @@ PARAMS: dict[str, Any] = {
     "verbose": -1,
 }
 Rows = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64], NDArray[np.float64]]
+#: Where the packaged ranker's files live.
+PACKAGED = ROOT / "src" / "toolscout" / "search"
 #: Extra feature groups (peer_view.py GROUPS) and each source's tool views, set by main().
 EXTRA: tuple[str, ...] = ()
 #: The whole request's row the legs are searched with (``--whole``), set by main().
@@ -240,9 +246,11 @@ def parse() -> argparse.Namespace:
     flag = argparse.BooleanOptionalAction
     add("--monotone", action=flag, default=True, help="evidence may only raise a candidate")
     add("--balanced", action=flag, default=False, help="every source weighs the same")
+    add("--score-map", action=flag, default=True,
+        help="with --write to the packaged folder: refit rankcal.json for it")  # fmt: skip
     add("--calibrate-on", choices=("train", "dev"), default="train",
         help="train: out-of-fold predictions of the training requests; dev: dev ones")  # fmt: skip
-    add("--folder", type=Path, default=ROOT / "src" / "toolscout" / "search",
+    add("--folder", type=Path, default=PACKAGED,
         help="where --write puts the files (default: the packaged ranker's)")  # fmt: skip
     add("--db-dir", type=Path, default=ROOT / "bench" / "out" / "ranking" / "db")
     add("--cache", type=Path, default=ROOT / "bench" / "out" / "ranking" / "legs")
@@ -318,7 +326,20 @@ def main() -> int:
         print(f"  {name:20s} {g:10.0f}")
     if args.write:
         write(args, model, best, calibration, tr[2].size)
+        fit_score_map(args, t0)
     return 0
+
+
+def fit_score_map(args: argparse.Namespace, t0: float) -> None:
+    """The packaged score map refitted for the ranker just written (ranker_calibration.py),
+    unless ``--no-score-map`` or the ranker went to another folder."""
+    print(f"ranker fitted in {time.perf_counter() - t0:.0f} s")
+    if not args.score_map or args.folder != PACKAGED:
+        return
+    script = Path(__file__).with_name("ranker_calibration.py")
+    command = [sys.executable, str(script), "--write", "--db-dir", str(args.db_dir)]
+    subprocess.run(command, check=True)
+    print(f"ranker and its score map fitted in {time.perf_counter() - t0:.0f} s")
 
 
 def write(
