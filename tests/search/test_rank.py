@@ -71,6 +71,20 @@ def test_packaged_ranker_matches_lightgbm_on_random_rows() -> None:
     assert np.allclose(load_ranker().scores(x), booster.predict(x), atol=1e-9)
 
 
+def test_the_packaged_files_are_what_their_refit_command_writes() -> None:
+    """The refit command ``ranker.json`` records writes a model of its fixed rounds, recorded
+    in LightGBM's parameters trailer too, and the score map beside it names that file: a file
+    from another command (early stopping past those rounds, another count) fails here."""
+    meta = json.loads((_packaged() / META_FILE).read_text("utf-8"))
+    text = (_packaged() / MODEL_FILE).read_text("utf-8")
+    rounds = meta["rounds"]
+    assert f"--fixed-rounds {rounds} " in meta["provenance"]
+    assert load_ranker().trees.size == rounds
+    assert f"[num_iterations: {rounds}]" in text
+    rankcal = json.loads((_packaged() / "rankcal.json").read_text("utf-8"))
+    assert rankcal["ranker_sha256"] == meta["sha256"]
+
+
 def test_values_on_a_split_threshold_and_zeros_go_where_lightgbm_sends_them() -> None:
     text = (_packaged() / MODEL_FILE).read_text("utf-8")
     forest = parse_lightgbm(text)
