@@ -7,16 +7,16 @@ the first five held below a ceiling. ToolBench G1 and single-intent are held in
 test_quality_floor.py (the whole sets).
 
 Measured (hit@3 / nDCG@10, ECE of the first hit / the first five; the same figures as
-docs/BENCHMARKS.md §16, which scores the same requests), beside §16's best same-model baseline:
+docs/BENCHMARKS.md §16, which scores the same requests), beside §16's best same-model baseline
+(wRRF: weighted RRF):
 
-| dev set (requests) | learned ranker | hand-set fusion | best baseline |
-|---|---|---|---|
-| paraphrase (78) | 57.7 / 54.4, 0.074 / 0.083 | 60.3 / 55.1, 0.103 / 0.063 | cosine 59.0 / 52.4 |
-| Seal-Tools (350) | 98.9 / 94.8, 0.176 / 0.138 | 98.9 / 94.9, 0.230 / 0.197 | bm25s 98.3 / 88.3 |
-| MetaTool (397) | 82.4 / 79.8, 0.035 / 0.018 | 80.9 / 78.9, 0.047 / 0.028 | cosine 82.4 / 78.4 |
-| Gorilla (220) | 27.7 / 27.0, 0.161 / 0.042 | 25.9 / 24.9, 0.154 / 0.056 | weighted RRF 25.4 / 27.7 |
-| BFCL (268, trained on) | 67.5 / 66.7, 0.053 / 0.012 | 68.7 / 67.3, 0.078 / 0.026 | RRF 65.3 / 63.9 |
-| `tooleyes_dev` (191) | 75.4 / 58.5, 0.131 / 0.270 | 72.2 / 58.1, 0.131 / 0.229 | RRF 77.0 / 51.7 |
+dev set (requests)      learned ranker            hand-set fusion           best baseline
+paraphrase (78)         57.7 / 54.4  .073 / .083  60.3 / 55.1  .103 / .063  cosine 59.0 / 52.4
+Seal-Tools (350)        98.9 / 94.8  .176 / .138  98.9 / 94.9  .230 / .197  bm25s 98.3 / 88.3
+MetaTool (397)          82.4 / 79.8  .035 / .018  80.9 / 78.9  .047 / .028  cosine 82.4 / 78.4
+Gorilla (220)           27.7 / 27.0  .161 / .042  25.9 / 24.9  .153 / .056  wRRF 25.4 / 27.7
+BFCL (268, trained on)  67.5 / 66.7  .052 / .012  68.7 / 67.3  .078 / .026  RRF 65.3 / 63.9
+tooleyes_dev (191)      75.4 / 58.5  .131 / .270  72.2 / 58.1  .131 / .229  RRF 77.0 / 51.7
 
 Floors sit below the measured figure by what a numpy or onnxruntime build can move (a request or
 two): 1.5 points on sets of 200 requests or more, 2 on `tooleyes_dev`, 3 on the paraphrases;
@@ -76,7 +76,9 @@ def _shortfalls(label: str, report: Report, floor: Floor) -> list[str]:
         ("ECE top-1", top1, floor.ece_top1, top1 <= floor.ece_top1),
         ("ECE top-5", top5, floor.ece_top5, top5 <= floor.ece_top5),
     )
-    return [f"{label} {name} {got:.3f} (bound {bound})" for name, got, bound, ok in checks if not ok]
+    return [
+        f"{label} {name} {got:.3f} (bound {bound})" for name, got, bound, ok in checks if not ok
+    ]
 
 
 def _index(settings: Settings, dev: DevSet) -> None:
