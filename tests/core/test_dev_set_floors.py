@@ -31,6 +31,7 @@ requests are dev, never unseen. `tooleyes_dev` counts every tool of the right to
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,7 +78,7 @@ def _shortfalls(label: str, report: Report, floor: Floor) -> list[str]:
         ("ECE top-5", top5, floor.ece_top5, top5 <= floor.ece_top5),
     )
     return [
-        f"{label} {name} {got:.3f} (bound {bound})" for name, got, bound, ok in checks if not ok
+        f"{label} {name} {got:.4g} (bound {bound})" for name, got, bound, ok in checks if not ok
     ]
 
 
@@ -92,10 +93,10 @@ def _index(settings: Settings, dev: DevSet) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(FLOORS))
 def test_search_stays_above_its_floor_on_every_dev_set(
-    settings: Settings, tmp_path: Path, name: str
+    settings: Settings, shared_bench: Callable[[str], Path], tmp_path: Path, name: str
 ) -> None:
     requests, learned, fusion = FLOORS[name]
-    dev = dev_set(name, tmp_path / name, CAP)
+    dev = dev_set(name, tmp_path / name, CAP, shared_bench)
     assert dev.requests == requests
     _index(settings, dev)
     misses: list[str] = []

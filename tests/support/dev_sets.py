@@ -10,7 +10,9 @@ of them taken at an even stride in file order (the selection bench/natural.py's
   tool) over the source's whole catalog;
 * ``tooleyes_dev``: every request (gold at toolkit level).
 
-Sets from the shared data skip or fail as :func:`support.shared_bench.shared_set` does.
+Sets from the shared data take their folder from ``shared`` (the ``shared_bench`` fixture:
+:func:`support.shared_bench.shared_set`, which skips outside CI when the data is absent and fails
+in CI).
 """
 
 from __future__ import annotations
@@ -20,8 +22,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from support.shared_bench import shared_set
 
 ROOT = Path(__file__).resolve().parents[2]
 NATURAL = ROOT / "data" / "natural"
@@ -49,12 +49,12 @@ def _paraphrase_dev() -> Callable[[Row], bool]:
     return lambda row: row["id"] in dev
 
 
-def _source(name: str) -> tuple[Path, Path, Callable[[Row], bool]]:
+def _source(name: str, shared: Callable[[str], Path]) -> tuple[Path, Path, Callable[[Row], bool]]:
     """The set's catalog, its requests file and which of its rows are dev."""
     if name == "livemcp_paraphrase":
-        return shared_set("livemcpbench") / "tools.jsonl", PARAPHRASES, _paraphrase_dev()
+        return shared("livemcpbench") / "tools.jsonl", PARAPHRASES, _paraphrase_dev()
     if name in ("seal_tools", "tooleyes_dev"):
-        root = shared_set(name)
+        root = shared(name)
         rule = _split_is_dev if name == "seal_tools" else (lambda row: True)
         return root / "tools.jsonl", root / "queries.jsonl", rule
     if name in ("metatool", "gorilla_apibench", "bfcl"):
@@ -62,10 +62,12 @@ def _source(name: str) -> tuple[Path, Path, Callable[[Row], bool]]:
     raise ValueError(f"no dev set named {name!r}")
 
 
-def dev_set(name: str, folder: Path, cap: int) -> DevSet:
+def dev_set(name: str, folder: Path, cap: int, shared: Callable[[str], Path]) -> DevSet:
     """Write the set's dev requests (at most ``cap``, an even stride) to
-    ``folder/queries.jsonl``; answerable requests only."""
-    catalog, queries, is_dev = _source(name)
+    ``folder/queries.jsonl``; answerable requests only.
+
+    Raises: ValueError for a name that is no dev set."""
+    catalog, queries, is_dev = _source(name, shared)
     rows = [json.loads(line) for line in queries.read_text(encoding="utf-8").splitlines() if line]
     dev = [r for r in rows if r.get("gold") and is_dev(r)]
     step = max(1, -(-len(dev) // cap))
