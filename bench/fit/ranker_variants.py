@@ -1,7 +1,7 @@
 """Ranker variants screened on every dev set beside the four same-model baselines.
 
     python bench/fit/ranker_variants.py --fit NAME [--features product|fusions] [--rounds 148]
-                                        [--early] [--compose 600] [--compose3 0]
+                                        [--early] [--compose 600] [--compose3 0] [--balanced]
                                         [--param KEY=VALUE ...]
     python bench/fit/ranker_variants.py --measure packaged NAME ... [--split dev]
 
@@ -143,9 +143,16 @@ def training(compose: int, compose3: int) -> tuple[list[Searched], list[Searched
     return train, dev
 
 
-def rows(searched: list[Searched], extra: Extra | None) -> lgb.Dataset:
+def rows(
+    searched: list[Searched], extra: Extra | None, balanced: bool = False
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64], NDArray[np.float64]]:
+    """Feature rows, labels and group sizes of the requests whose candidates hold a gold tool,
+    and a weight per row: 1, or (``balanced``) such that every source weighs as much as the
+    mean source (ranker.py's ``--balanced``)."""
     catalogs = {s: ranker_data.catalog(s) for s in {r.source for r in searched}}
-    xs, ys, groups = [], [], []
+    sizes = {s: sum(r.source == s for r in searched) for s in catalogs}
+    mean_size = sum(sizes.values()) / max(1, len(sizes))
+    xs, ys, groups, weights = [], [], [], []
     for r in searched:
         ids = [h.id for h in r.legs.fused[: ranker_data.CANDIDATES]]
         y = np.array([float(i in r.gold) for i in ids])
@@ -155,20 +162,22 @@ def rows(searched: list[Searched], extra: Extra | None) -> lgb.Dataset:
         xs.append(x if extra is None else np.hstack([x, extra(r.legs, ids)]))
         ys.append(y)
         groups.append(len(ids))
-    return np.vstack(xs), np.concatenate(ys), np.array(groups)
+        weights.append(mean_size / sizes[r.source] if balanced else 1.0)
+    weight = np.repeat(np.array(weights), groups)
+    return np.vstack(xs), np.concatenate(ys), np.array(groups), weight
 
 
 def fit(args: argparse.Namespace) -> None:
     extra, names, monotone = GROUPS[args.features]
     train, dev = training(args.compose, args.compose3)
-    tx, ty, tg = rows(train, extra)
-    dx, dy, dg = rows(dev, extra)
+    tx, ty, tg, tw = rows(train, extra, args.balanced)
+    dx, dy, dg, _ = rows(dev, extra)
     params = dict(fit_ranker.PARAMS) | dict(json.loads(v) for v in args.param)
     params |= {
         "monotone_constraints": list(MONOTONE + monotone),
         "monotone_constraints_method": "advanced",
     }
-    data = lgb.Dataset(tx, ty, group=tg, feature_name=list(FEATURES + names))
+    data = lgb.Dataset(tx, ty, weight=tw, group=tg, feature_name=list(FEATURES + names))
     valid = [lgb.Dataset(dx, dy, group=dg, reference=data)] if args.early else []
     stop = [lgb.early_stopping(50, first_metric_only=True, verbose=False)] if args.early else []
     t0 = time.perf_counter()
@@ -178,7 +187,8 @@ def fit(args: argparse.Namespace) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "ranker.txt").write_text(model.model_to_string(num_iteration=best), "utf-8")
     meta = {"features": args.features, "rounds": best, "params": args.param,
-            "compose": args.compose, "compose3": args.compose3}  # fmt: skip
+            "compose": args.compose, "compose3": args.compose3,
+            "balanced": args.balanced}  # fmt: skip
     (folder / "variant.json").write_text(json.dumps(meta), "utf-8")
     print(f"{args.fit}: {tg.size} requests, {best} rounds, {time.perf_counter() - t0:.0f} s")
 
@@ -286,6 +296,7 @@ def main() -> int:
     add("--early", action="store_true", help="early stopping on ranker.py's dev requests")
     add("--compose", type=int, default=600)
     add("--compose3", type=int, default=0)
+    add("--balanced", action="store_true", help="every source weighs the same")
     add("--param", nargs="*", default=[], help='LightGBM settings as JSON pairs, e.g. ["a", 1]')
     add("--measure", nargs="*", default=[], help="variants to measure, the reference first")
     add("--split", choices=("dev", "test"), default="dev")
