@@ -25,8 +25,8 @@ records the file's sha256 (checked at load), the feature names, the command that
 and a logistic calibration of the ranker's output and its context (:data:`CALIBRATION_INPUTS`).
 The score map that replaces that logistic one when it was fitted for these trees
 (search/rankcal.py, ``rankcal.json``) gives the probability that the candidate is a right tool.
-Refit with ``python bench/fit/ranker.py --write --fixed-rounds 148``, then
-``python bench/fit/ranker_calibration.py --write``.
+Refit both with one command, ``python bench/fit/ranker.py --write --fixed-rounds 148`` (it runs
+``bench/fit/ranker_calibration.py --write`` for the new trees).
 """
 
 from __future__ import annotations
