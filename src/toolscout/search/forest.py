@@ -27,6 +27,7 @@ from toolscout.errors import ConfigError
 #: Index of the lowest set bit of every 16-bit mask (0 for 0, which never occurs: some leaf is
 #: always reached).
 _LOWEST = np.array([(m & -m).bit_length() - 1 if m else 0 for m in range(1 << 16)], np.uint8)
+_LOWEST_INDEX = _LOWEST.astype(np.intp)
 
 
 @dataclass(frozen=True)
@@ -80,9 +81,14 @@ class Forest:
         if plan is None:
             common = [j for j, f in enumerate(self.features) if f < shared]
             own = [j for j, f in enumerate(self.features) if f >= shared]
+            columns = [self.features[j] for j in own]
             plan = _Plan(
                 tuple((j, self.features[j], int(self.offsets[j])) for j in common),
-                np.array([self.features[j] for j in own], dtype=np.intp),
+                np.array(columns, dtype=np.intp),
+                # A run of consecutive columns (a search's) is read as a slice, not copied.
+                slice(columns[0], columns[-1] + 1)
+                if columns and columns == list(range(columns[0], columns[-1] + 1))
+                else None,
                 tuple(self.thresholds[j] for j in own),
                 self.offsets[own, None],
             )
@@ -101,8 +107,8 @@ class Forest:
             return np.full(n, self.values.reshape(-1, self.leaves)[:, 0].sum())
         wide, plan = self._wide, self._plan(shared)
         if plan.own.size:
-            # One row per feature, contiguous: the bisections read them in turn.
-            columns = x.T[plan.own]
+            # One row per feature: the bisections read them in turn.
+            columns = x.T[plan.run] if plan.run is not None else x.T[plan.own]
             rows = np.empty((plan.own.size, n), dtype=np.int64)
             for k, cuts in enumerate(plan.cuts):
                 # The array's method: np.searchsorted adds a Python frame per call.
@@ -116,7 +122,9 @@ class Forest:
             first = x[0].tolist()
             at = [o + bisect_left(self._cuts[j], first[f]) for j, f, o in plan.common]
             masks &= np.bitwise_and.reduce(wide.take(at, axis=0), axis=0)
-        leaf = _LOWEST.take(masks.view(np.uint16)[:, : self.size]).astype(np.int64)
+        # Each tree's exit leaf, as an index into the leaf values (the lowest set bit's index
+        # plus where the tree's leaves start, in one addition).
+        leaf = _LOWEST_INDEX.take(masks.view(np.uint16)[:, : self.size])
         leaf += self.starts
         out: NDArray[np.float64] = self.values.take(leaf).sum(axis=1)
         return out
@@ -130,6 +138,8 @@ class _Plan:
 
     common: tuple[tuple[int, int, int], ...]
     own: NDArray[np.intp]
+    #: ``own`` as a slice when its columns are consecutive.
+    run: slice | None
     cuts: tuple[NDArray[np.float64], ...]
     offsets: NDArray[np.int64]
 

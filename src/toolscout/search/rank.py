@@ -164,12 +164,14 @@ def rerank(
 def _order(raw: NDArray[np.float64], ids: Sequence[str], by_raw: NDArray[np.intp]) -> list[int]:
     """The rows by falling ``raw``, ties by id (``by_raw``: by falling ``raw``, ties in row
     order)."""
-    ranked = raw[by_raw]
-    if not (ranked[1:] == ranked[:-1]).any():
-        out: list[int] = by_raw.tolist()
-        return out
-    keys = [(-r, tid) for r, tid in zip(raw.tolist(), ids, strict=True)]
-    return sorted(range(len(ids)), key=keys.__getitem__)
+    out: list[int] = by_raw.tolist()
+    ranked = raw.take(by_raw)
+    if (ranked[1:] == ranked[:-1]).any():
+        # Already by falling output: the sort only reorders runs of ties, in about one
+        # comparison a row.
+        keys = list(zip((-raw).tolist(), ids, strict=True))
+        out.sort(key=keys.__getitem__)
+    return out
 
 
 def load_ranker(folder: Path | None = None) -> Ranker:

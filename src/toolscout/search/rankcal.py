@@ -108,19 +108,29 @@ class RankCalibration:
             return np.zeros(0)
         if order is None:
             order = np.argsort(-raw, kind="stable")
-        place = np.empty(raw.size, dtype=np.int64)
-        place[order] = np.arange(raw.size)
+        out = np.empty(raw.size)
+        out[order] = self.ranked_probabilities(raw, x, features, order)
+        return out
+
+    def ranked_probabilities(
+        self,
+        raw: NDArray[np.float64],
+        x: NDArray[np.float64],
+        features: Sequence[str],
+        order: NDArray[np.intp],
+    ) -> NDArray[np.float64]:
+        """:meth:`probabilities` best first (``order``: the rows by falling ``raw``, ties in row
+        order; at least one row): each band is then a slice."""
         folded = fold(self.inputs, self.coef, self.intercept, tuple(features))
-        z = folded.z(Situation(raw, place, x, tuple(features)))
+        z = folded.z(Situation(raw, order, x, tuple(features)))
         p: NDArray[np.float64] = 1.0 / (1.0 + np.exp(-np.clip(z, -50.0, 50.0)))
         if not self.bands:
             return p
         out = p.copy()  # places before the first band (none as fitted) keep stage 1
         ends = [b.start for b in self.bands[1:]] + [raw.size]
         for band, end in zip(self.bands, ends, strict=True):
-            rows = order[band.start : end]  # the band's places, as rows
             knots_x, knots_y = _knots(band)
-            out[rows] = np.interp(p[rows], knots_x, knots_y)
+            out[band.start : end] = np.interp(p[band.start : end], knots_x, knots_y)
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -191,7 +201,9 @@ def design(
     at, take, derived = _plan(tuple(inputs), tuple(features))
     if take:
         out[:, list(at)] = x[:, list(take)]
-    situation = Situation(raw, positions(raw) if place is None else place, x, tuple(features))
+    situation = Situation.placed(
+        raw, positions(raw) if place is None else place, x, tuple(features)
+    )
     for j, name in derived:
         out[:, j] = situation.column(name)
     return out

@@ -58,36 +58,66 @@ COSINE_FEATURE = "cosine"
 
 
 class Situation:
-    """The :data:`DERIVED` columns of one request's candidates, each computed when asked."""
+    """The :data:`DERIVED` columns of one request's candidates, each computed when asked: the
+    per-candidate ones best first (``order``: the rows by falling output, ties in row order),
+    where a place's neighbours are adjacent; :meth:`column` reads them in row order."""
 
     def __init__(
         self,
         raw: NDArray[np.float64],
-        place: NDArray[np.int64],
+        order: NDArray[np.intp],
         x: NDArray[np.float64],
         features: tuple[str, ...],
     ) -> None:
-        self.raw, self.place, self.x, self.features = raw, place, x, features
-        self.ranked = np.empty(raw.size)
-        self.ranked[place] = raw  # best first
+        self.raw, self.order, self.x, self.features = raw, order, x, features
+        self.ranked: NDArray[np.float64] = raw.take(order)  # best first
         self._soft: tuple[NDArray[np.float64], float] | None = None
+        self._cosines: NDArray[np.float64] | None = None
+
+    @classmethod
+    def placed(
+        cls,
+        raw: NDArray[np.float64],
+        place: NDArray[np.int64],
+        x: NDArray[np.float64],
+        features: tuple[str, ...],
+    ) -> Situation:
+        """The situation of candidates whose 0-based places in the ranker's order are known."""
+        order = np.empty(raw.size, dtype=np.intp)
+        order[place] = np.arange(raw.size)
+        return cls(raw, order, x, features)
 
     def column(self, name: str) -> NDArray[np.float64] | float:
-        """One input's column, or its value for every candidate when it is the request's."""
+        """One input's column in row order, or its value for every candidate when it is the
+        request's."""
         if name == "raw":
             return self.raw
-        return COLUMNS[name](self)
+        value = COLUMNS[name](self)
+        if isinstance(value, float):
+            return value
+        place = np.empty(self.raw.size, dtype=np.intp)
+        place[self.order] = np.arange(self.raw.size)
+        out: NDArray[np.float64] = value.take(place)
+        return out
+
+    # The per-candidate inputs below are best first; the request's are one value.
 
     def raw_gap(self) -> NDArray[np.float64]:
-        out: NDArray[np.float64] = self.raw - self.ranked[0]
+        out: NDArray[np.float64] = self.ranked - self.ranked[0]
         return out
 
     def position(self) -> NDArray[np.float64]:
-        out: NDArray[np.float64] = np.log1p(self.place)
+        out: NDArray[np.float64] = np.log1p(np.arange(self.raw.size))
         return out
 
     def lead(self) -> NDArray[np.float64]:
-        return lead_over(self.raw)
+        ranked = self.ranked
+        if ranked.size < 2:
+            return np.zeros(ranked.size)
+        first, second = ranked[:2].tolist()
+        out: NDArray[np.float64] = ranked - first
+        out[ranked >= first] = first - second
+        return out
 
     def share(self) -> NDArray[np.float64]:
         return self.softmax()[0]
@@ -100,10 +130,10 @@ class Situation:
         return float(np.log1p(near))
 
     def gap_next(self) -> NDArray[np.float64]:
-        following = np.empty(self.raw.size)
-        following[:-1] = self.ranked[1:]
-        following[-1] = self.ranked[-1]
-        out: NDArray[np.float64] = self.raw - following[self.place]
+        ranked = self.ranked
+        out = np.empty(ranked.size)
+        np.subtract(ranked[:-1], ranked[1:], out=out[:-1])
+        out[-1] = 0.0  # the last place's margin over itself
         return out
 
     def legs_agree(self) -> float:
@@ -112,13 +142,20 @@ class Situation:
         first = np.log(2.5)
         return float(np.any((self.x[:, vector] < first) & (self.x[:, lexical] < first)))
 
+    def cosines(self) -> NDArray[np.float64]:
+        """The candidates' cosines, ascending."""
+        if self._cosines is None:
+            self._cosines = np.sort(self.x[:, self.features.index(COSINE_FEATURE)])
+        return self._cosines
+
     def cosine_crowd(self) -> float:
-        cos = self.x[:, self.features.index(COSINE_FEATURE)]
-        near = int(np.count_nonzero(cos >= cos.max() - COSINE_MARGIN)) - 1
-        return float(np.log1p(near))
+        cos = self.cosines()
+        # How many are within the margin of the best: all but those below it.
+        below = int(cos.searchsorted(cos[-1] - COSINE_MARGIN, side="left"))
+        return float(np.log1p(cos.size - below - 1))
 
     def cosine_spread(self) -> float:
-        cos = np.sort(self.x[:, self.features.index(COSINE_FEATURE)])
+        cos = self.cosines()
         n = cos.size - 1  # the others: every candidate but the best
         if n == 0:
             return float(cos[-1])
@@ -128,11 +165,12 @@ class Situation:
     def softmax(self) -> tuple[NDArray[np.float64], float]:
         """Each candidate's share of the softmax over the first places, and its entropy."""
         if self._soft is None:
-            top = np.exp(self.ranked[:SOFTMAX_TOP] - self.ranked[0])
-            total = float(top.sum())
-            q = top / total
+            weights = np.exp(self.ranked - self.ranked[0])
+            total = float(weights[:SOFTMAX_TOP].sum())
+            q = weights[:SOFTMAX_TOP] / total
             entropy = float(-(q * np.log(np.maximum(q, 1e-300))).sum())
-            self._soft = (np.exp(self.raw - self.ranked[0]) / total, entropy)
+            weights /= total
+            self._soft = (weights, entropy)
         return self._soft
 
 
@@ -170,14 +208,16 @@ class Folded:
     request: tuple[tuple[str, float], ...]
 
     def z(self, s: Situation) -> NDArray[np.float64]:
-        """The logistic's argument for every candidate of the request ``s`` describes."""
+        """The logistic's argument for every candidate of the request ``s`` describes, best
+        first (``s.order``)."""
         shift = self.intercept - self.gap * float(s.ranked[0])
         for name, w in self.request:
             shift += w * float(COLUMNS[name](s))
-        # Gathered into a fresh array first: the product's rounding then does not depend on
-        # how the caller's rows lie in memory (a search's are a transposed view).
-        z: NDArray[np.float64] = s.x.take(self.read, axis=1) @ self.columns
-        z += self.raw * s.raw
+        # Gathered into a fresh array first, in row order: the product's rounding then does
+        # not depend on how the caller's rows lie in memory (a search's are a transposed view)
+        # or on their order.
+        z: NDArray[np.float64] = (s.x.take(self.read, axis=1) @ self.columns).take(s.order)
+        z += self.raw * s.ranked
         z += shift
         for name, w in self.rows:
             z += w * COLUMNS[name](s)
@@ -208,12 +248,3 @@ def fold(
         tuple((n, weight[n]) for n in DERIVED if n in REQUEST_DERIVED and n in inputs),
     )
 
-
-def lead_over(raw: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Each output's lead over the best of the others (see :data:`DERIVED`'s ``lead``)."""
-    if raw.size < 2:
-        return np.zeros(raw.size)
-    first, second = np.partition(raw, raw.size - 2)[-1:-3:-1]
-    out: NDArray[np.float64] = raw - first
-    out[raw >= first] = first - second
-    return out

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import accumulate, count, repeat
+from itertools import accumulate, chain, count, repeat
 from operator import attrgetter
 
 import numpy as np
@@ -64,6 +64,9 @@ _ID = attrgetter("id")
 _SCORE = attrgetter("score")
 _NAME = attrgetter("name")
 _SERVER = attrgetter("server")
+_HAS = frozenset.__contains__
+#: Up to this many request tokens, a name's overlap is counted a token at a time.
+_FEW_TOKENS = 2
 
 
 @dataclass(frozen=True)
@@ -129,22 +132,27 @@ def candidate_rows(
     if own_whole:
         missing.append(float(placed.scores(3)[-1]))
     score, rank = placed.place(missing)
-    log_rank = np.log1p(rank)
     cos, lex = score[0], score[1]
-    _cosine_columns(cols[6:10], crowd, cos, log_rank[0])
-    cols[10] = lex / idf
-    cols[11] = lex / best_lex if best_lex > 0 else 0.0
-    cols[12] = log_rank[1]
+    _cosine_columns(cols[6:10], crowd, cos, rank[0])
+    np.divide(lex, idf, out=cols[10])
+    if best_lex > 0:
+        np.divide(lex, best_lex, out=cols[11])
+    else:
+        cols[11] = 0.0
+    np.log1p(rank[1], out=cols[12])
     cols[13] = score[2]
-    cols[14] = log_rank[2]
+    np.log1p(rank[2], out=cols[14])
     _name_columns(cols[15:17], list(map(_NAME, views)), query)
     _server_columns(cols[17:19], legs.vector, row_of, cos, list(map(_SERVER, views)))
     # Reciprocal ranks as RRF sums them: a tool the lexical leg did not return adds nothing.
-    rrf = 1.0 / (RRF_K + rank[0])
-    rrf += np.where(rank[1] <= len(legs.lexical), 1.0 / (RRF_K + rank[1]), 0.0)
-    cols[19] = rrf * RRF_K
+    rrf, lexical = cols[19], np.add(rank[1], RRF_K)
+    np.divide(1.0, np.add(rank[0], RRF_K, out=rrf), out=rrf)
+    np.divide(1.0, lexical, out=lexical)
+    lexical[rank[1] > len(legs.lexical)] = 0.0
+    rrf += lexical
+    rrf *= RRF_K
     if own_whole:
-        _cosine_columns(cols[20:24], placed.scores(3), score[3], log_rank[3])
+        _cosine_columns(cols[20:24], placed.scores(3), score[3], rank[3])
     elif legs.whole:
         # A request of one intent: its whole run is the vector leg's, column for column.
         cols[20:24] = cols[6:10]
@@ -169,21 +177,27 @@ class _Placed:
         self.k = k
         self.sizes = [k if r == heads else len(run) for r, run in enumerate(runs)]
         self.starts = [0, *accumulate(self.sizes)]
-        # map() over C callables: no Python frame per tool. Run r's tools land in row r of a
-        # grid one column wider than the candidates; the spare column takes those that are
-        # not candidates.
-        at: list[int] = []
-        found: list[float] = []
-        for r, run in enumerate(runs):
-            if r == heads:
-                at.extend(range(r * (k + 1), r * (k + 1) + k))
-                found.extend(map(_SCORE, run[:k]))
-                continue
-            spots = map(row_of.get, map(_ID, run), repeat(k))
-            at.extend(map((r * (k + 1)).__add__, spots))
-            found.extend(map(_SCORE, run))
-        self.at = np.array(at, dtype=np.intp)
-        self.found = np.array(found, dtype=np.float64)
+        total = self.starts[-1]
+        # map() over C callables, read straight into arrays: no Python frame per tool. Run r's
+        # tools land in row r of a grid one column wider than the candidates; the spare
+        # column takes those that are not candidates.
+        self.found = np.fromiter(
+            chain.from_iterable(
+                map(_SCORE, run[:k] if r == heads else run) for r, run in enumerate(runs)
+            ),
+            dtype=np.float64,
+            count=total,
+        )
+        self.at = np.fromiter(
+            chain.from_iterable(
+                range(k) if r == heads else map(row_of.get, map(_ID, run), repeat(k))
+                for r, run in enumerate(runs)
+            ),
+            dtype=np.intp,
+            count=total,
+        )
+        for r in range(1, len(runs)):
+            self.at[self.starts[r] : self.starts[r + 1]] += r * (k + 1)
 
     def scores(self, r: int) -> NDArray[np.float64]:
         """Run ``r``'s own scores, in its order."""
@@ -225,10 +239,11 @@ def _cosine_columns(
     out: NDArray[np.float64],
     crowd: NDArray[np.float64],
     sims: NDArray[np.float64],
-    log_rank: NDArray[np.float64],
+    rank: NDArray[np.float64],
 ) -> None:
     """Into ``out``, per candidate: its cosine in a run of nearest tools (``crowd``, best
-    first), the gap to the run's best, its z-score in the run and its log rank."""
+    first), the gap to the run's best, its z-score in the run and its log rank (``rank``: its
+    place from 1)."""
     n = crowd.size
     # ``crowd.mean()`` and ``crowd.std()`` with the same operations on the same floats (the
     # same bits), without numpy's Python-level wrappers: a tenth of the rows' time.
@@ -239,10 +254,10 @@ def _cosine_columns(
         dev *= dev
         sd = math.sqrt(float(dev.sum()) / n)
     out[0] = sims
-    out[1] = sims - (float(crowd[0]) if crowd.size else 0.0)
-    out[2] = sims - mu
+    np.subtract(sims, float(crowd[0]) if crowd.size else 0.0, out=out[1])
+    np.subtract(sims, mu, out=out[2])
     out[2] /= max(sd, 1e-6)
-    out[3] = log_rank
+    np.log1p(rank, out=out[3])
 
 
 def _name_columns(
@@ -254,7 +269,13 @@ def _name_columns(
         out[:] = 0.0
         return
     k = len(names)
-    out[0] = np.fromiter(map(len, map(query.intersection, names)), dtype=np.float64, count=k)
+    if len(query) <= _FEW_TOKENS:
+        # A token at a time: a membership test per name, no set built for each.
+        out[0] = 0.0
+        for token in query:
+            out[0] += np.fromiter(map(_HAS, names, repeat(token)), dtype=np.bool_, count=k)
+    else:
+        out[0] = np.fromiter(map(len, map(query.intersection, names)), dtype=np.float64, count=k)
     out[1] = out[0]
     out[0] /= np.maximum(np.fromiter(map(len, names), dtype=np.float64, count=k), 1.0)
     out[1] /= len(query)
@@ -273,10 +294,6 @@ def _server_columns(
     # Each candidate's peer group: the row of the first candidate with its server.
     group_of: dict[str, int] = {}
     groups = list(map(group_of.setdefault, servers, count()))
-    group = np.array(groups, dtype=np.intp)
-    best = np.empty(len(servers))
-    best.fill(-1.0)
-    np.maximum.at(best, group, cos)
     top = [0.0] * len(servers)
     for h in vector[:10]:
         i = row_of.get(h.id)
@@ -284,7 +301,16 @@ def _server_columns(
         g = group_of.get(h.id) if i is None else groups[i]
         if g is not None:
             top[g] += 1.0
-    out[0] = best[group]
+    if len(group_of) == len(servers):
+        # No two candidates share a server: each is its own group.
+        np.maximum(cos, -1.0, out=out[0])
+        out[1] = top
+    else:
+        group = np.array(groups, dtype=np.intp)
+        best = np.empty(len(servers))
+        best.fill(-1.0)
+        np.maximum.at(best, group, cos)
+        out[0] = best[group]
+        out[1] = np.array(top)[group]
     out[0] -= vector[0].score if vector else 0.0
-    out[1] = np.array(top)[group]
     out[1] /= max(1, min(10, len(vector)))
