@@ -72,76 +72,121 @@ class Forest:
         return tuple(c.tolist() for c in self.thresholds)
 
     @cached_property
-    def _plans(self) -> dict[int, _Plan]:
-        """:class:`_Plan` per count of shared columns, made when first asked."""
+    def _plans(self) -> dict[tuple[int, Copies], _Plan]:
+        """:class:`_Plan` per count of shared columns and copied columns, made when first
+        asked."""
         return {}
 
-    def _plan(self, shared: int) -> _Plan:
-        plan = self._plans.get(shared)
-        if plan is None:
-            common = [j for j, f in enumerate(self.features) if f < shared]
-            own = [j for j, f in enumerate(self.features) if f >= shared]
-            columns = [self.features[j] for j in own]
-            plan = _Plan(
-                tuple((j, self.features[j], int(self.offsets[j])) for j in common),
-                np.array(columns, dtype=np.intp),
-                # A run of consecutive columns (a search's) is read as a slice, not copied.
-                slice(columns[0], columns[-1] + 1)
-                if columns and columns == list(range(columns[0], columns[-1] + 1))
-                else None,
-                tuple(self.thresholds[j] for j in own),
-                self.offsets[own, None],
-            )
-            self._plans[shared] = plan
-        return plan
-
-    def predict(self, x: NDArray[np.float64], shared: int = 0) -> NDArray[np.float64]:
+    def predict(
+        self, x: NDArray[np.float64], shared: int = 0, copies: Copies = ()
+    ) -> NDArray[np.float64]:
         """The sum of the trees' leaf values for each row of ``x`` (LightGBM's, except that it
         reads a value within 1e-35 of 0 as 0, which no ranker feature takes). ``shared``: the
         first ``shared`` columns hold one value for every row (the request's own features),
-        read from the first row once."""
+        read from the first row once. ``copies``: pairs (column, original) whose columns hold
+        the same values in every row; each pair is searched once, in both features' splits
+        merged, and gathered as one row of masks."""
         n = x.shape[0]
         if n == 0:
             return np.zeros(0)
         if not self.features:
             return np.full(n, self.values.reshape(-1, self.leaves)[:, 0].sum())
-        wide, plan = self._wide, self._plan(shared)
+        plan = self._plans.get((shared, copies))
+        if plan is None:
+            plan = self._plans[shared, copies] = _plan(self, shared, copies)
+        table = plan.table
         if plan.own.size:
             # One row per feature: the bisections read them in turn.
             columns = x.T[plan.run] if plan.run is not None else x.T[plan.own]
             rows = np.empty((plan.own.size, n), dtype=np.int64)
             for k, cuts in enumerate(plan.cuts):
                 # The array's method: np.searchsorted adds a Python frame per call.
-                rows[k] = cuts.searchsorted(columns[k], side="left")
+                rows[k] = cuts.searchsorted(columns[k])
             rows += plan.offsets
-            masks = np.bitwise_and.reduce(wide.take(rows, axis=0), axis=0)
+            masks = np.bitwise_and.reduce(table.take(rows, axis=0), axis=0)
         else:
-            masks = np.empty((n, wide.shape[1]), dtype=np.uint64)
+            masks = np.empty((n, table.shape[1]), dtype=np.uint64)
             masks[:] = self._all_leaves
         if plan.common:
             first = x[0].tolist()
             at = [o + bisect_left(self._cuts[j], first[f]) for j, f, o in plan.common]
-            masks &= np.bitwise_and.reduce(wide.take(at, axis=0), axis=0)
-        # Each tree's exit leaf, as an index into the leaf values (the lowest set bit's index
-        # plus where the tree's leaves start, in one addition).
+            masks &= np.bitwise_and.reduce(table.take(at, axis=0), axis=0)
+        # Each tree's exit leaf, as an index into the leaf values.
         leaf = _LOWEST_INDEX.take(masks.view(np.uint16)[:, : self.size])
         leaf += self.starts
         out: NDArray[np.float64] = self.values.take(leaf).sum(axis=1)
         return out
 
 
+#: Pairs (column, original) of columns that hold the same values in every row.
+Copies = tuple[tuple[int, int], ...]
+
+
 @dataclass(frozen=True)
 class _Plan:
-    """How :meth:`Forest.predict` reads rows with a given count of shared columns: the features
-    they share (index among the forest's, column, first row in the table), and the columns
-    read per row with their thresholds and first rows in the table."""
+    """How :meth:`Forest.predict` reads rows with a given count of shared columns and copied
+    columns: the table of masks it gathers from (the forest's, then a block per merged pair),
+    the features the rows share (index among the forest's, column, first row in the table),
+    and the columns read per row with their thresholds and first rows in the table."""
 
+    table: NDArray[np.uint64]
     common: tuple[tuple[int, int, int], ...]
     own: NDArray[np.intp]
-    #: ``own`` as a slice when its columns are consecutive.
+    #: ``own`` as a slice when its columns are consecutive (read without a copy).
     run: slice | None
     cuts: tuple[NDArray[np.float64], ...]
     offsets: NDArray[np.int64]
+
+
+def _plan(forest: Forest, shared: int, copies: Copies) -> _Plan:
+    """The :class:`_Plan` of rows whose first ``shared`` columns every row shares, and whose
+    ``copies`` repeat other columns: a copied column that splits read beside its original is
+    not searched; its original is searched in both features' splits."""
+    wide, where = forest._wide, {f: j for j, f in enumerate(forest.features)}
+    twin = {o: c for c, o in copies if min(c, o) >= shared and c in where and o in where}
+    columns: list[int] = []
+    cuts: list[NDArray[np.float64]] = []
+    offsets: list[int] = []
+    blocks = [wide]
+    for j, f in enumerate(forest.features):
+        if f < shared or f in twin.values():
+            continue
+        columns.append(f)
+        if f in twin:
+            c = where[twin[f]]
+            pair = (forest.thresholds[j], forest.thresholds[c])
+            merged, block = _merged(wide, pair, (int(forest.offsets[j]), int(forest.offsets[c])))
+            cuts.append(merged)
+            offsets.append(sum(len(b) for b in blocks))
+            blocks.append(block)
+        else:
+            cuts.append(forest.thresholds[j])
+            offsets.append(int(forest.offsets[j]))
+    consecutive = bool(columns) and columns == list(range(columns[0], columns[-1] + 1))
+    return _Plan(
+        np.concatenate(blocks) if len(blocks) > 1 else wide,
+        tuple((j, f, int(forest.offsets[j])) for j, f in enumerate(forest.features) if f < shared),
+        np.array(columns, dtype=np.intp),
+        slice(columns[0], columns[-1] + 1) if consecutive else None,
+        tuple(cuts),
+        np.array(offsets, dtype=np.int64)[:, None],
+    )
+
+
+def _merged(
+    wide: NDArray[np.uint64],
+    cuts: tuple[NDArray[np.float64], NDArray[np.float64]],
+    offsets: tuple[int, int],
+) -> tuple[NDArray[np.float64], NDArray[np.uint64]]:
+    """Two features' splits merged, for a value both take, and one row of masks per prefix of
+    them: a value's place among the merged thresholds says how many of each feature's lie
+    below it (the first that many of the merged ones), so its row is the AND of both
+    features' rows for those prefixes."""
+    both = np.concatenate(cuts)
+    order = np.argsort(both, kind="stable")
+    firsts = np.concatenate([[0], np.cumsum(order < cuts[0].size)])
+    seconds = np.arange(both.size + 1) - firsts
+    return both[order], wide[offsets[0] + firsts] & wide[offsets[1] + seconds]
 
 
 def parse_lightgbm(text: str) -> Forest:

@@ -46,7 +46,7 @@ from numpy.typing import NDArray
 from toolscout.errors import ConfigError
 from toolscout.models import Scored
 from toolscout.search.config import SearchConfig
-from toolscout.search.forest import Forest, parse_lightgbm
+from toolscout.search.forest import Copies, Forest, parse_lightgbm
 from toolscout.search.rankcal import RankCalibration, load_rank_calibration
 from toolscout.search.rankrows import FEATURES as FEATURES
 from toolscout.search.rankrows import REQUEST_COLUMNS as REQUEST_COLUMNS
@@ -54,6 +54,7 @@ from toolscout.search.rankrows import RRF_K as RRF_K
 from toolscout.search.rankrows import WHOLE_COLUMNS as WHOLE_COLUMNS
 from toolscout.search.rankrows import Legs as Legs
 from toolscout.search.rankrows import candidate_rows as candidate_rows
+from toolscout.search.rankrows import copied_columns as copied_columns
 from toolscout.search.rankrows import features as features
 
 log = logging.getLogger("toolscout.search")
@@ -120,11 +121,14 @@ class Ranker:
     #: ``"fitted"`` when ``rankcal`` maps the scores, else why ``calibration`` does.
     calibration_status: str = "fitted"
 
-    def scores(self, x: NDArray[np.float64], shared: int = 0) -> NDArray[np.float64]:
+    def scores(
+        self, x: NDArray[np.float64], shared: int = 0, copies: Copies = ()
+    ) -> NDArray[np.float64]:
         """The ranker's raw output per row (higher is better; not a probability); ``shared``:
         how many leading columns every row shares (:data:`REQUEST_COLUMNS` for one request's
-        rows)."""
-        return self.trees.predict(x, shared)
+        rows), ``copies``: pairs (column, original) of columns that hold the same values
+        (:func:`copied_columns`)."""
+        return self.trees.predict(x, shared, copies)
 
     def probabilities(
         self,
@@ -153,7 +157,7 @@ def rerank(
     and each candidate's probability. The run's scores are then on one scale: a step that adds
     to them and sorts again (what was learned from use) cannot lift the fusion's own scores of
     the tail above the ranker's probabilities."""
-    raw = ranker.scores(x, shared=REQUEST_COLUMNS)
+    raw = ranker.scores(x, REQUEST_COLUMNS, copied_columns(legs))
     by_raw = (-raw).argsort(kind="stable")
     chance = ranker.probabilities(raw, x, by_raw).tolist()
     head = [Scored(ids[i], chance[i]) for i in _order(raw, ids, by_raw)]

@@ -122,8 +122,15 @@ class RankCalibration:
         """:meth:`probabilities` best first (``order``: the rows by falling ``raw``, ties in row
         order; at least one row): each band is then a slice."""
         folded = fold(self.inputs, self.coef, self.intercept, tuple(features))
-        z = folded.z(Situation(raw, order, x, tuple(features)))
-        p: NDArray[np.float64] = 1.0 / (1.0 + np.exp(-np.clip(z, -50.0, 50.0)))
+        p = folded.z(Situation(raw, order, x, tuple(features)))
+        # 1 / (1 + exp(-clip(z))), in place (the clip as its two ufuncs: np.clip's wrapper
+        # costs more than both).
+        np.maximum(p, -50.0, out=p)
+        np.minimum(p, 50.0, out=p)
+        np.negative(p, out=p)
+        np.exp(p, out=p)
+        p += 1.0
+        np.divide(1.0, p, out=p)
         if not self.bands:
             return p
         out = p.copy()  # places before the first band (none as fitted) keep stage 1

@@ -107,8 +107,7 @@ class Situation:
         return out
 
     def position(self) -> NDArray[np.float64]:
-        out: NDArray[np.float64] = np.log1p(np.arange(self.raw.size))
-        return out
+        return _log_places(self.raw.size)
 
     def lead(self) -> NDArray[np.float64]:
         ranked = self.ranked
@@ -137,15 +136,16 @@ class Situation:
         return out
 
     def legs_agree(self) -> float:
-        vector, lexical = (self.features.index(n) for n in AGREE_FEATURES)
-        # A leg's first place is log(1 + 1); its second, log(1 + 2): the midpoint tells them apart.
-        first = np.log(2.5)
-        return float(np.any((self.x[:, vector] < first) & (self.x[:, lexical] < first)))
+        vector, lexical = _columns(self.features, AGREE_FEATURES)
+        both = self.x[:, vector] < _FIRST_PLACE
+        both &= self.x[:, lexical] < _FIRST_PLACE
+        return float(both.any())
 
     def cosines(self) -> NDArray[np.float64]:
         """The candidates' cosines, ascending."""
         if self._cosines is None:
-            self._cosines = np.sort(self.x[:, self.features.index(COSINE_FEATURE)])
+            (cosine,) = _columns(self.features, (COSINE_FEATURE,))
+            self._cosines = np.sort(self.x[:, cosine])
         return self._cosines
 
     def cosine_crowd(self) -> float:
@@ -166,9 +166,10 @@ class Situation:
         """Each candidate's share of the softmax over the first places, and its entropy."""
         if self._soft is None:
             weights = np.exp(self.ranked - self.ranked[0])
-            total = float(weights[:SOFTMAX_TOP].sum())
+            # np.add.reduce is what ``.sum()`` runs, without its Python wrapper.
+            total = float(np.add.reduce(weights[:SOFTMAX_TOP]))
             q = weights[:SOFTMAX_TOP] / total
-            entropy = float(-(q * np.log(np.maximum(q, 1e-300))).sum())
+            entropy = float(-np.add.reduce(q * np.log(np.maximum(q, 1e-300))))
             weights /= total
             self._soft = (weights, entropy)
         return self._soft
@@ -186,6 +187,24 @@ COLUMNS: dict[str, Callable[[Situation], NDArray[np.float64] | float]] = {
     "cosine_crowd": Situation.cosine_crowd,
     "cosine_spread": Situation.cosine_spread,
 }
+
+
+#: A leg's first place is log(1 + 1); its second, log(1 + 2): the midpoint tells them apart.
+_FIRST_PLACE = float(np.log(2.5))
+
+
+@lru_cache(maxsize=64)
+def _columns(features: tuple[str, ...], names: tuple[str, ...]) -> tuple[int, ...]:
+    """Where ``names`` are among ``features``."""
+    return tuple(features.index(n) for n in names)
+
+
+@lru_cache(maxsize=16)
+def _log_places(n: int) -> NDArray[np.float64]:
+    """log(1 + place) of the 0-based places of ``n`` candidates (read-only)."""
+    out = np.log1p(np.arange(n))
+    out.flags.writeable = False
+    return out
 
 
 #: :data:`DERIVED` inputs with one value per request (the rest have one per candidate).
@@ -247,4 +266,3 @@ def fold(
         tuple((n, w) for n, w in rows if n not in ("raw", "raw_gap")),
         tuple((n, weight[n]) for n in DERIVED if n in REQUEST_DERIVED and n in inputs),
     )
-

@@ -161,6 +161,18 @@ def candidate_rows(
     return cols.T
 
 
+def copied_columns(legs: Legs) -> tuple[tuple[int, int], ...]:
+    """Pairs (column, original) whose values :func:`candidate_rows` copies for ``legs``: a
+    request of one intent's whole-request columns are its vector leg's (the trees then search
+    each pair once: search/forest.py)."""
+    return _WHOLE_COPIES if legs.whole and legs.whole is legs.vector else ()
+
+
+#: The whole request's columns and the vector leg's they repeat for a request of one intent
+#: (``cols[20:24] = cols[6:10]`` above).
+_WHOLE_COPIES = tuple(zip(range(20, 24), range(6, 10), strict=True))
+
+
 class _Placed:
     """Runs of scored tools against the candidates' rows, all placed in one pass: for each run,
     each candidate's score in it and its place from 1."""
@@ -246,13 +258,14 @@ def _cosine_columns(
     place from 1)."""
     n = crowd.size
     # ``crowd.mean()`` and ``crowd.std()`` with the same operations on the same floats (the
-    # same bits), without numpy's Python-level wrappers: a tenth of the rows' time.
-    mu = float(crowd.sum()) / n if n else 0.0
+    # same bits: np.add.reduce is what ``.sum()`` runs), without numpy's Python-level
+    # wrappers: a tenth of the rows' time.
+    mu = float(np.add.reduce(crowd)) / n if n else 0.0
     sd = 1.0
     if n > 1:
         dev = crowd - mu
         dev *= dev
-        sd = math.sqrt(float(dev.sum()) / n)
+        sd = math.sqrt(float(np.add.reduce(dev)) / n)
     out[0] = sims
     np.subtract(sims, float(crowd[0]) if crowd.size else 0.0, out=out[1])
     np.subtract(sims, mu, out=out[2])
