@@ -28,6 +28,7 @@ from toolscout.errors import ConfigError
 #: always reached).
 _LOWEST = np.array([(m & -m).bit_length() - 1 if m else 0 for m in range(1 << 16)], np.uint8)
 _LOWEST_INDEX = _LOWEST.astype(np.intp)
+_SEARCH = np.ndarray.searchsorted
 
 
 @dataclass(frozen=True)
@@ -96,12 +97,10 @@ class Forest:
             plan = self._plans[shared, copies] = _plan(self, shared, copies)
         table = plan.table
         if plan.own.size:
-            # One row per feature: the bisections read them in turn.
+            # One row per feature: the bisections read them in turn (the array's method, by
+            # map: np.searchsorted adds a Python frame per call).
             columns = x.T[plan.run] if plan.run is not None else x.T[plan.own]
-            rows = np.empty((plan.own.size, n), dtype=np.int64)
-            for k, cuts in enumerate(plan.cuts):
-                # The array's method: np.searchsorted adds a Python frame per call.
-                rows[k] = cuts.searchsorted(columns[k])
+            rows = np.array(list(map(_SEARCH, plan.cuts, columns)))
             rows += plan.offsets
             masks = np.bitwise_and.reduce(table.take(rows, axis=0), axis=0)
         else:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -134,11 +134,21 @@ class RankCalibration:
         if not self.bands:
             return p
         out = p.copy()  # places before the first band (none as fitted) keep stage 1
-        ends = [b.start for b in self.bands[1:]] + [raw.size]
-        for band, end in zip(self.bands, ends, strict=True):
-            knots_x, knots_y = _knots(band)
-            out[band.start : end] = np.interp(p[band.start : end], knots_x, knots_y)
+        for start, end, knots_x, knots_y in self._knots:
+            out[start:end] = np.interp(p[start:end], knots_x, knots_y)
         return out
+
+    @cached_property
+    def _knots(
+        self,
+    ) -> tuple[tuple[int, int | None, NDArray[np.float64], NDArray[np.float64]], ...]:
+        """Each band's places (from its start to the next band's, the last to the end) and
+        its knots as arrays."""
+        ends = [b.start for b in self.bands[1:]] + [None]
+        return tuple(
+            (b.start, end, np.asarray(b.x), np.asarray(b.y))
+            for b, end in zip(self.bands, ends, strict=True)
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -225,11 +235,6 @@ def _plan(
     read = [(j, features.index(n)) for j, n in enumerate(inputs) if n not in DERIVED]
     derived = tuple((j, n) for j, n in enumerate(inputs) if n in DERIVED)
     return tuple(j for j, _ in read), tuple(c for _, c in read), derived
-
-
-@lru_cache(maxsize=64)
-def _knots(band: Band) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    return np.asarray(band.x), np.asarray(band.y)
 
 
 def load_rank_calibration(
