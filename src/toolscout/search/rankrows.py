@@ -14,8 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import accumulate, chain, count, repeat
-from operator import attrgetter
+from itertools import accumulate, count, repeat
 
 import numpy as np
 from numpy.typing import NDArray
@@ -60,10 +59,6 @@ WHOLE_COLUMNS = 4
 #: The k of the reciprocal-rank feature, as in RRF.
 RRF_K = 60.0
 
-_ID = attrgetter("id")
-_SCORE = attrgetter("score")
-_NAME = attrgetter("name")
-_SERVER = attrgetter("server")
 _HAS = frozenset.__contains__
 #: Up to this many request tokens, a name's overlap is counted a token at a time.
 _FEW_TOKENS = 2
@@ -111,7 +106,7 @@ def candidate_rows(
     own_whole = bool(legs.whole) and legs.whole is not legs.vector
     runs = [legs.vector, legs.lexical, legs.fused, *([legs.whole] if own_whole else [])]
     # A search's candidates are the fused run's head, in its order: that run is not walked.
-    head = len(row_of) == k and list(map(_ID, legs.fused[:k])) == list(candidates)
+    head = len(row_of) == k and [h.id for h in legs.fused[:k]] == list(candidates)
     placed = _Placed(runs, row_of, k, heads=2 if head else None)
     crowd = placed.scores(0)
     best_cos = float(crowd[0]) if crowd.size else 0.0
@@ -142,8 +137,8 @@ def candidate_rows(
     np.log1p(rank[1], out=cols[12])
     cols[13] = score[2]
     np.log1p(rank[2], out=cols[14])
-    _name_columns(cols[15:17], list(map(_NAME, views)), query)
-    _server_columns(cols[17:19], legs.vector, row_of, cos, list(map(_SERVER, views)))
+    _name_columns(cols[15:17], [v.name for v in views], query)
+    _server_columns(cols[17:19], legs.vector, row_of, cos, [v.server for v in views])
     # Reciprocal ranks as RRF sums them: a tool the lexical leg did not return adds nothing.
     rrf, lexical = cols[19], np.add(rank[1], RRF_K)
     np.divide(1.0, np.add(rank[0], RRF_K, out=rrf), out=rrf)
@@ -189,27 +184,22 @@ class _Placed:
         self.k = k
         self.sizes = [k if r == heads else len(run) for r, run in enumerate(runs)]
         self.starts = [0, *accumulate(self.sizes)]
-        total = self.starts[-1]
-        # map() over C callables, read straight into arrays: no Python frame per tool. Run r's
-        # tools land in row r of a grid one column wider than the candidates; the spare
-        # column takes those that are not candidates.
-        self.found = np.fromiter(
-            chain.from_iterable(
-                map(_SCORE, run[:k] if r == heads else run) for r, run in enumerate(runs)
-            ),
-            dtype=np.float64,
-            count=total,
-        )
-        self.at = np.fromiter(
-            chain.from_iterable(
-                range(k) if r == heads else map(row_of.get, map(_ID, run), repeat(k))
-                for r, run in enumerate(runs)
-            ),
-            dtype=np.intp,
-            count=total,
-        )
-        for r in range(1, len(runs)):
-            self.at[self.starts[r] : self.starts[r + 1]] += r * (k + 1)
+        # Run r's tools land in row r of a grid one column wider than the candidates; the
+        # spare column takes those that are not candidates. Comprehensions: the interpreter's
+        # own reads of a slot beat map() over attrgetter here.
+        found: list[float] = []
+        at: list[int] = []
+        get = row_of.get
+        for r, run in enumerate(runs):
+            base = r * (k + 1)
+            if r == heads:
+                found += [h.score for h in run[:k]]
+                at += range(base, base + k)
+            else:
+                found += [h.score for h in run]
+                at += [get(h.id, k) + base for h in run]
+        self.found = np.fromiter(found, dtype=np.float64, count=len(found))
+        self.at = np.fromiter(at, dtype=np.intp, count=len(at))
 
     def scores(self, r: int) -> NDArray[np.float64]:
         """Run ``r``'s own scores, in its order."""
