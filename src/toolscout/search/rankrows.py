@@ -210,8 +210,7 @@ class _Placed:
         ``missing`` when it is not there) and its place from 1 (one past the run's end)."""
         n = len(self.sizes)
         grid = np.empty((2, n, self.k + 1), dtype=np.float64)
-        grid[0] = np.array(missing, dtype=np.float64)[:, None]
-        grid[1] = np.array(self.sizes, dtype=np.float64)[:, None] + 1.0
+        grid[...] = np.array([missing, [size + 1.0 for size in self.sizes]])[:, :, None]
         flat = grid.reshape(2, -1)
         flat[0, self.at] = self.found
         # Each tool's place in its own run: its index in all runs, less where its run starts.
