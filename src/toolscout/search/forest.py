@@ -27,7 +27,6 @@ from toolscout.errors import ConfigError
 #: Index of the lowest set bit of every 16-bit mask (0 for 0, which never occurs: some leaf is
 #: always reached).
 _LOWEST = np.array([(m & -m).bit_length() - 1 if m else 0 for m in range(1 << 16)], np.uint8)
-_LOWEST_INDEX = _LOWEST.astype(np.intp)
 _SEARCH = np.ndarray.searchsorted
 
 
@@ -111,8 +110,7 @@ class Forest:
             at = [o + bisect_left(self._cuts[j], first[f]) for j, f, o in plan.common]
             masks &= np.bitwise_and.reduce(table.take(at, axis=0), axis=0)
         # Each tree's exit leaf, as an index into the leaf values.
-        leaf = _LOWEST_INDEX.take(masks.view(np.uint16)[:, : self.size])
-        leaf += self.starts
+        leaf = np.add(_LOWEST.take(masks.view(np.uint16)[:, : self.size]), self.starts)
         # np.add.reduce is what ``.sum(axis=1)`` runs, without its Python wrapper.
         out: NDArray[np.float64] = np.add.reduce(self.values.take(leaf), axis=1)
         return out
