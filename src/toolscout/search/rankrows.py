@@ -140,12 +140,11 @@ def candidate_rows(
     _name_columns(cols[15:17], [v.name for v in views], query)
     _server_columns(cols[17:19], legs.vector, row_of, cos, [v.server for v in views])
     # Reciprocal ranks as RRF sums them: a tool the lexical leg did not return adds nothing.
-    rrf, lexical = cols[19], np.add(rank[1], RRF_K)
-    np.divide(1.0, np.add(rank[0], RRF_K, out=rrf), out=rrf)
-    np.divide(1.0, lexical, out=lexical)
-    lexical[rank[1] > len(legs.lexical)] = 0.0
-    rrf += lexical
-    rrf *= RRF_K
+    reciprocal = np.add(rank[:2], RRF_K)
+    np.divide(1.0, reciprocal, out=reciprocal)
+    reciprocal[1, rank[1] > len(legs.lexical)] = 0.0
+    np.add(reciprocal[0], reciprocal[1], out=cols[19])
+    cols[19] *= RRF_K
     if own_whole:
         _cosine_columns(cols[20:24], placed.scores(3), score[3], rank[3])
     elif legs.whole:
@@ -296,23 +295,27 @@ def _server_columns(
     # Each candidate's peer group: the row of the first candidate with its server.
     group_of: dict[str, int] = {}
     groups = list(map(group_of.setdefault, servers, count()))
-    top = [0.0] * len(servers)
+    # How many of the vector leg's first ten each group holds (only groups that hold some).
+    top: dict[int, float] = {}
     for h in vector[:10]:
         i = row_of.get(h.id)
         # A tool that is no candidate is a group of its own (its id stands for its server).
         g = group_of.get(h.id) if i is None else groups[i]
         if g is not None:
-            top[g] += 1.0
+            top[g] = top.get(g, 0.0) + 1.0
     if len(group_of) == len(servers):
         # No two candidates share a server: each is its own group.
         np.maximum(cos, -1.0, out=out[0])
-        out[1] = top
+        out[1] = 0.0
+        out[1, list(top)] = list(top.values())
     else:
         group = np.array(groups, dtype=np.intp)
         best = np.empty(len(servers))
         best.fill(-1.0)
         np.maximum.at(best, group, cos)
         out[0] = best[group]
-        out[1] = np.array(top)[group]
+        held = np.zeros(len(servers))
+        held[list(top)] = list(top.values())
+        out[1] = held[group]
     out[0] -= vector[0].score if vector else 0.0
     out[1] /= max(1, min(10, len(vector)))
