@@ -63,9 +63,17 @@ from toolscout.eval.metrics import (
     sign_test,
 )
 from toolscout.models import Scored, Tool
+from toolscout.search.candidates import candidate
 from toolscout.search.config import SearchConfig, WholeRequest
 from toolscout.search.hybrid import HybridSearcher
-from toolscout.search.rank import Legs, candidate_rows, features, load_ranker, rerank
+from toolscout.search.rank import (
+    REQUEST_COLUMNS,
+    Legs,
+    candidate_rows,
+    copied_columns,
+    load_ranker,
+    rerank,
+)
 from toolscout.search.rank import Ranker as Learned
 
 METRICS = ("hit@3", "ndcg@10")
@@ -362,24 +370,25 @@ def reliability_figure(report: dict[str, Any], system: str, split: str = "dev") 
 
 def rescore_ms(folder: Path | None, runs: int = 200) -> dict[str, float]:
     """Best and median milliseconds the ranker (the packaged one unless ``folder``) takes to
-    re-score 100 candidates into probabilities as a search does (their rows, the trees, the
-    probabilities, the order), and the same with ``ranker.json``'s logistic map in place of its
-    score map (``logistic_*``), timed in turns; and the score map alone,
-    from the ranker's output and feature rows to probabilities (``scoremap_*``)."""
+    re-score 100 candidates as a search does: their views taken from a dict built once (as the
+    name table holds them), then their rows, the trees, the probabilities, the order and the
+    re-scored hits (``candidate_rows`` and ``rerank``); the same with ``ranker.json``'s
+    logistic map in place of its score map (``logistic_*``), timed in turns; and the score map
+    alone, from the ranker's output and feature rows to probabilities (``scoremap_*``)."""
     ranker = load_ranker(folder)
     plain = replace(ranker, rankcal=None)
     hits = [Scored(f"t{i}", 0.8 - i / 200) for i in range(100)]
     legs = Legs(hits[:50], hits, hits, 1, 5000, hits)
-    tools = {h.id: Tool(id=h.id, name=f"tool {h.id}", description="Does one thing.") for h in hits}
     ids = [h.id for h in hits]
+    seen = {tid: candidate(tid, f"tool {tid}", None) for tid in ids}
     took: dict[str, list[float]] = {"map": [], "logistic": [], "scoremap": []}
     for _ in range(runs):
         for name, which in (("map", ranker), ("logistic", plain)):
             t0 = time.perf_counter()
-            x = features(legs, ids, ["tool"], tools)
+            x = candidate_rows(legs, ids, ["tool"], seen)
             rerank(which, legs, ids, x)
             took[name].append((time.perf_counter() - t0) * 1000)
-        raw = ranker.scores(x)
+        raw = ranker.scores(x, REQUEST_COLUMNS, copied_columns(legs))
         t0 = time.perf_counter()
         ranker.probabilities(raw, x)
         took["scoremap"].append((time.perf_counter() - t0) * 1000)

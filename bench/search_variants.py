@@ -111,8 +111,11 @@ SHIPPED_PLACED = rankrows._Placed
 SHIPPED_COSINES = rankrows._cosine_columns
 
 
-def _previous_predict(self: Forest, x: Any, shared: int = 0) -> NDArray[np.float64]:
-    """The trees' previous evaluation: the shared columns combined a feature at a time."""
+def _previous_predict(
+    self: Forest, x: Any, shared: int = 0, copies: Any = ()
+) -> NDArray[np.float64]:
+    """The trees' previous evaluation: the shared columns combined a feature at a time, and
+    copied columns searched like any other (``copies`` unread)."""
     n = x.shape[0]
     wide, offsets = self._wide, self.offsets
     common = self._all_leaves.copy()
@@ -144,7 +147,7 @@ class _WalkedPlaced(SHIPPED_PLACED):  # type: ignore[misc,valid-type]
         super().__init__(runs, row_of, k)
 
 
-def _previous_cosines(out: Any, crowd: Any, sims: Any, log_rank: Any) -> None:
+def _previous_cosines(out: Any, crowd: Any, sims: Any, rank: Any) -> None:
     """The rows' previous cosine columns: the crowd's mean and spread through numpy."""
     sd = float(crowd.std()) if crowd.size > 1 else 1.0
     mu = float(crowd.mean()) if crowd.size else 0.0
@@ -152,7 +155,7 @@ def _previous_cosines(out: Any, crowd: Any, sims: Any, log_rank: Any) -> None:
     out[1] = sims - (float(crowd[0]) if crowd.size else 0.0)
     out[2] = sims - mu
     out[2] /= max(sd, 1e-6)
-    out[3] = log_rank
+    out[3] = np.log1p(rank)
 
 
 def _design_probabilities(

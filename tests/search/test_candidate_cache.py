@@ -32,6 +32,7 @@ from toolscout.search.rank import (
     Legs,
     Ranker,
     candidate_rows,
+    copied_columns,
     features,
     rerank,
 )
@@ -164,9 +165,10 @@ def test_the_stage_gives_the_answers_of_building_it_the_plain_way(ranked: Engine
 
 def test_feature_rows_are_the_plain_rows_to_the_bit(ranked: Engine) -> None:
     """Single- and multi-intent requests, a request the lexical leg finds nothing for, legs
-    without a whole-request run and a candidate the store does not hold."""
+    without a whole-request run and a candidate the store does not hold; the columns
+    ``copied_columns`` names hold the same values."""
     searcher = ranked.searcher
-    checked = 0
+    checked = copied = 0
     for text in [*_requests(), "zzzz qqqq"]:
         legs, tokens = searcher.legs(text)
         ids = [h.id for h in legs.fused[: searcher.config.candidates]]
@@ -179,8 +181,12 @@ def test_feature_rows_are_the_plain_rows_to_the_bit(ranked: Engine) -> None:
                 got = candidate_rows(case, who, tokens, views)
                 assert got.shape == want.shape == (len(who), len(FEATURES))
                 assert got.tobytes() == np.ascontiguousarray(want).tobytes(), text
+                # The columns the trees search once as copies are copies.
+                for copy, original in copied_columns(case):
+                    assert got[:, copy].tobytes() == got[:, original].tobytes()
+                    copied += 1
                 checked += 1
-    assert checked > 20
+    assert checked > 20 and copied > 0
 
 
 def test_masks_find_the_leaves_a_walk_finds(ranked: Engine) -> None:

@@ -11,12 +11,32 @@ import lightgbm as lgb
 import numpy as np
 import pytest
 
+from support.rank_reference import read_trees, walk
 from toolscout.config import Settings
 from toolscout.engine import Engine
 from toolscout.errors import ConfigError
-from toolscout.models import Loaded, Tool
+from toolscout.models import Loaded, Scored, Tool
 from toolscout.search.forest import parse_lightgbm
-from toolscout.search.rank import FEATURES, META_FILE, MODEL_FILE, load_ranker
+from toolscout.search.rank import (
+    FEATURES,
+    META_FILE,
+    MODEL_FILE,
+    REQUEST_COLUMNS,
+    Legs,
+    copied_columns,
+    load_ranker,
+)
+
+#: The whole request's columns and the vector leg's they repeat for a request of one intent.
+WHOLE_COPIES = tuple(
+    (FEATURES.index(f"whole_{whole}"), FEATURES.index(vector))
+    for whole, vector in [
+        ("cosine", "cosine"),
+        ("gap", "cosine_gap"),
+        ("z", "cosine_z"),
+        ("rank", "vector_rank"),
+    ]
+)
 
 #: Two trees as LightGBM 4 writes them (a binary model fitted on three random columns).
 TWO_TREES = """tree
@@ -95,6 +115,28 @@ def test_values_on_a_split_threshold_and_zeros_go_where_lightgbm_sends_them() ->
         cuts = cuts[np.abs(cuts) > 1e-30]
         x[3 * j : 3 * j + 3, feature] = cuts[[0, cuts.size // 2, -1]]
     assert np.allclose(forest.predict(x), lgb.Booster(model_str=text).predict(x), atol=1e-9)
+
+
+def test_copied_columns_searched_once_find_the_leaves_a_walk_finds() -> None:
+    """Rows whose whole-request columns repeat the vector leg's (a request of one intent) give
+    the same sums to the bit when each pair is searched once in both features' splits merged:
+    values on every split threshold of either feature, and just above each, included."""
+    ranker = load_ranker()
+    forest = ranker.trees
+    x = np.random.default_rng(11).normal(size=(800, len(FEATURES)))
+    x[:, :REQUEST_COLUMNS] = x[0, :REQUEST_COLUMNS]
+    for copy, original in WHOLE_COPIES:
+        splits = [forest.thresholds[forest.features.index(f)] for f in (copy, original)]
+        cuts = np.concatenate(splits)
+        x[: cuts.size, original] = cuts
+        x[400 : 400 + cuts.size, original] = np.nextafter(cuts, np.inf)
+        x[:, copy] = x[:, original]
+    one_intent = [Scored("a", 0.5)]
+    copies = copied_columns(Legs((), one_intent, one_intent, 1, 1, one_intent))
+    assert sorted(copies) == sorted(WHOLE_COPIES)
+    assert copied_columns(Legs((), one_intent, one_intent, 2, 1, [Scored("b", 0.5)])) == ()
+    want = walk(read_trees((_packaged() / MODEL_FILE).read_text("utf-8")), x)
+    assert ranker.scores(x, REQUEST_COLUMNS, copies).tobytes() == want.tobytes()
 
 
 def test_an_altered_model_file_is_refused(tmp_path: Path) -> None:
