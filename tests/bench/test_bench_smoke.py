@@ -129,6 +129,9 @@ CASES: dict[str, tuple[list[str], str]] = {
                          "--max-queries", "5", "--systems", "fixed_fusion", "--variant",
                          "whole_row=true", "--db-dir", "{out}/db", "--out", "{out}"],
                         r"\| set \(requests\) \| default \| fixed_fusion \| variant \|"),
+    "rescore_turns": (["rescore_turns.py", "--against", "HEAD", "--runs", "3", "--repeat", "1"],
+                      r'"repeat": 1, "before": \{"best": [\d.]+, "median": [\d.]+\}'
+                      r'.*"ratio_median"'),
     "fusion_diagnosis": (["fusion_diagnosis.py", "--sets", "single_intent", "--max-queries", "5",
                           "--db-dir", "{out}/db", "--out", "{out}"],
                          r"\| one_row \| [\d.]+ \(\+\d+/-\d+, [\d.e-]+\) \|"),
