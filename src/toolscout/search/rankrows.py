@@ -272,9 +272,10 @@ def _name_columns(
     k = len(names)
     if len(query) <= _FEW_TOKENS:
         # A token at a time: a membership test per name, no set built for each.
-        out[0] = 0.0
-        for token in query:
-            out[0] += np.fromiter(map(_HAS, names, repeat(token)), dtype=np.bool_, count=k)
+        first, *rest = query
+        out[0] = np.fromiter(map(_HAS, names, repeat(first)), dtype=np.float64, count=k)
+        for token in rest:
+            out[0] += np.fromiter(map(_HAS, names, repeat(token)), dtype=np.float64, count=k)
     else:
         out[0] = np.fromiter(map(len, map(query.intersection, names)), dtype=np.float64, count=k)
     out[1] = out[0]
