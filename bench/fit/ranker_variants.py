@@ -272,19 +272,31 @@ def _line(set_name: str, split: str, by: dict[str, Rows], names: list[str]) -> s
 
 
 def summary(report: dict[str, dict[str, Rows]], names: list[str]) -> None:
-    print("variant: mean hit@3, mean margin over each set's best baseline, misses (> 0.5)")
+    print(
+        "variant: mean hit@3, mean margin over each set's best baseline, misses (> 0.5), each "
+        "with the paired sign test against the best baseline: requests better / worse (p)"
+    )
     for name in names:
         hits, margins, misses = [], [], []
         for set_name, by in report.items():
             for metric in ("hit@3", "ndcg@10"):
                 mine = _pct(by[name], metric)
-                best = max(_pct(by[b], metric) for b in BASELINES)
+                best = max(BASELINES, key=lambda b: _pct(by[b], metric))
                 if metric == "hit@3":
                     hits.append(mine)
-                    margins.append(mine - best)
-                if mine < best - 0.5:
-                    misses.append(f"{set_name} {metric} {mine:.1f} < {best:.1f}")
+                    margins.append(mine - _pct(by[best], metric))
+                if mine < _pct(by[best], metric) - 0.5:
+                    misses.append(_miss(set_name, metric, by[name], by[best], best))
         print(f"  {name:24s} {np.mean(hits):.2f}  {np.mean(margins):+.2f}  {'; '.join(misses)}")
+
+
+def _miss(set_name: str, metric: str, mine: Rows, theirs: Rows, baseline: str) -> str:
+    """One set where a variant misses its best baseline, with the paired sign test."""
+    won, lost, p = sign_test([r[metric] for r in mine], [r[metric] for r in theirs])
+    return (
+        f"{set_name} {metric} {_pct(mine, metric):.1f} < {baseline} {_pct(theirs, metric):.1f} "
+        f"({won} / {lost}, p = {p:.2g})"
+    )
 
 
 def main() -> int:
