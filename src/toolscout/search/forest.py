@@ -10,7 +10,10 @@ binary search per feature, one gather of a row of masks per feature, one AND acr
 and the lowest set bit of each tree's mask: about a third of the time of walking the same
 trees level by level (docs/benchmarks/ranking.md). The masks are combined as 64-bit words, four
 trees a word, and columns that every row shares (a request's own features, the same for all
-its candidates) are searched and combined once for all rows.
+its candidates) are searched and combined once for all rows. A column that repeats another in
+every row (a request of one intent's whole-request columns are its vector leg's) is searched
+with it once, among both features' splits merged, and gathered as one row of masks made for
+the pair when first asked.
 """
 
 from __future__ import annotations
