@@ -159,6 +159,8 @@ EXCLUDED = {
     "here through it",
     "search_variants.py": "a helper of search_stages.py (the query paths it times beside the "
     "shipped one); it runs here through it",
+    "ranking_report.py": "a helper of ranking.py (its console lines, tables and diagrams); it "
+    "runs here through it",
 }
 # bench/fit/ is not run either: its scripts fit constants and weights into files the package
 # ships.
