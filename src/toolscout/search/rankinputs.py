@@ -73,6 +73,7 @@ class Situation:
         self.ranked: NDArray[np.float64] = raw.take(order)  # best first
         self._soft: tuple[NDArray[np.float64], float] | None = None
         self._cosines: NDArray[np.float64] | None = None
+        self._place: NDArray[np.intp] | None = None
 
     @classmethod
     def placed(
@@ -85,7 +86,16 @@ class Situation:
         """The situation of candidates whose 0-based places in the ranker's order are known."""
         order = np.empty(raw.size, dtype=np.intp)
         order[place] = np.arange(raw.size)
-        return cls(raw, order, x, features)
+        out = cls(raw, order, x, features)
+        out._place = np.asarray(place, dtype=np.intp)
+        return out
+
+    def place(self) -> NDArray[np.intp]:
+        """Each row's 0-based place in the ranker's order (``order`` inverted, once)."""
+        if self._place is None:
+            self._place = np.empty(self.raw.size, dtype=np.intp)
+            self._place[self.order] = np.arange(self.raw.size)
+        return self._place
 
     def column(self, name: str) -> NDArray[np.float64] | float:
         """One input's column in row order, or its value for every candidate when it is the
@@ -95,9 +105,7 @@ class Situation:
         value = COLUMNS[name](self)
         if isinstance(value, float):
             return value
-        place = np.empty(self.raw.size, dtype=np.intp)
-        place[self.order] = np.arange(self.raw.size)
-        out: NDArray[np.float64] = value.take(place)
+        out: NDArray[np.float64] = value.take(self.place())
         return out
 
     # The per-candidate inputs below are best first; the request's are one value.
